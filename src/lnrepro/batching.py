@@ -1,0 +1,56 @@
+"""fairseq-style token batches: length-sorted, filled up to max_tokens including padding."""
+import numpy as np
+import torch
+
+from .data import PAD, EOS, ParallelData
+
+
+def length_sorted_indices(src_lengths, tgt_lengths, rng):
+    """Random tie-breaking, then stable sorts by target then source length (fairseq's order)."""
+    idx = rng.permutation(len(src_lengths))
+    idx = idx[np.argsort(tgt_lengths[idx], kind="mergesort")]
+    return idx[np.argsort(src_lengths[idx], kind="mergesort")]
+
+
+def make_batches(data: ParallelData, max_tokens, seed, max_positions=1024):
+    """Batches of sentence indices; max_tokens bounds n_sentences * max(len) over src and tgt."""
+    src_len, tgt_len = data.src_lengths.numpy(), data.tgt_lengths.numpy()
+    order = length_sorted_indices(src_len, tgt_len, np.random.default_rng(seed))
+    batches, current, longest = [], [], 0
+    for i in order:
+        n = int(max(src_len[i], tgt_len[i]))
+        if n > max_positions or n > max_tokens:  # fairseq skips what cannot fit
+            continue
+        if current and max(longest, n) * (len(current) + 1) > max_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(int(i))
+        longest = max(longest, n)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def epoch_order(batches, seed, epoch):
+    """Batch order of an epoch: reshuffled every epoch, a function of (seed, epoch) only."""
+    rng = np.random.default_rng([seed, epoch])
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def pad_right(seqs, prepend=None):
+    """Stack 1-D int tensors into (B, T) padded with PAD; prepend a token to each if asked."""
+    if prepend is not None:
+        seqs = [torch.cat([torch.tensor([prepend], dtype=s.dtype), s]) for s in seqs]
+    out = torch.full((len(seqs), max(len(s) for s in seqs)), PAD, dtype=torch.long)
+    for row, s in enumerate(seqs):
+        out[row, : len(s)] = s
+    return out
+
+
+def collate(data: ParallelData, indices):
+    """src (B,S); prev_tokens = </s> + target without its last token; target (B,T)."""
+    src = pad_right([data.source(i) for i in indices])
+    tgt_seqs = [data.target(i) for i in indices]
+    target = pad_right(tgt_seqs)
+    prev = pad_right([t[:-1] for t in tgt_seqs], prepend=EOS)
+    return src, prev, target

@@ -1,0 +1,46 @@
+"""One command line, one subcommand per pipeline stage.
+
+Each stage module defines ``add_arguments(parser)`` and ``run(args)``. ``main()`` only
+dispatches, importing just the chosen stage (torch is slow to import).
+"""
+import argparse
+import importlib
+import sys
+
+# subcommand -> (module, help)
+COMMANDS = {
+    "generate": ("lnrepro.corpus", "generate the demo corpora deterministically"),
+    "tokenize": ("lnrepro.prepare.tokenize", "Moses tokenization (sacremoses), parallel"),
+    "clean": ("lnrepro.prepare.clean", "drop pairs by length and ratio (clean-corpus-n.perl)"),
+    "lowercase": ("lnrepro.prepare.lowercase", "lowercase a text file"),
+    "split-valid": ("lnrepro.prepare.split_valid", "every Nth line to valid (prepare-iwslt14.sh)"),
+    "bpe-learn": ("lnrepro.prepare.bpe_learn", "learn joint BPE codes (subword-nmt)"),
+    "bpe-apply": ("lnrepro.prepare.bpe_apply", "apply BPE codes, parallel"),
+    "binarize": ("lnrepro.prepare.binarize", "joint dictionary and binarized tensors"),
+    "train": ("lnrepro.train", "train one run; resumable; records divergence"),
+    "evaluate": ("lnrepro.evaluate", "decode every epoch checkpoint and score BLEU"),
+    "figure": ("lnrepro.figures", "draw one figure and write the CSV it plots"),
+}
+
+
+def build_parser(command=None):
+    parser = argparse.ArgumentParser(prog="lnrepro", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(p)
+            p.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
+    return args.run(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

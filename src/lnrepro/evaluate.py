@@ -1,0 +1,100 @@
+"""Decode every epoch checkpoint of a run with beam search and score BLEU (one table per run).
+
+Reads the run's metrics.csv for its checkpoints; a diverged epoch has none and is skipped.
+Writes OUT (bleu.csv: epoch, bleu, signature, decoding settings) and the hypotheses of every
+epoch beside it, so any score can be checked by hand.
+"""
+import csv
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from .batching import pad_right
+from .beam import beam_search
+from .bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
+from .data import Dictionary, ParallelData
+from .train import load_model, pick_device
+
+COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen",
+           "sentences", "sentences_per_s", "signature"]
+
+
+def add_arguments(p):
+    p.add_argument("--metrics", required=True, help="the run's metrics.csv (lists its checkpoints)")
+    p.add_argument("--data", required=True, help="binarized data dir (dict.txt, SPLIT.pt)")
+    p.add_argument("--split", default="test")
+    p.add_argument("--reference", required=True, help="tokenized reference text (before BPE)")
+    p.add_argument("--detok-reference", default=None, help="raw reference for detokenized sacreBLEU (optional)")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--lenpen", type=float, default=1.0)
+    p.add_argument("--max-len-a", type=float, default=0.0)
+    p.add_argument("--max-len-b", type=int, default=200)
+    p.add_argument("--batch-sentences", type=int, default=128)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--target-lang", default="en", help="for detokenization")
+    p.add_argument("--out", required=True, help="bleu.csv")
+
+
+def decode(model, data, vocab, beam, lenpen, max_len_a, max_len_b, batch_sentences, device):
+    """Hypotheses (BPE removed) in corpus order; batches of similar source length."""
+    order = sorted(range(len(data)), key=lambda i: int(data.src_lengths[i]))
+    hyps = [None] * len(data)
+    for start in range(0, len(order), batch_sentences):
+        idx = order[start:start + batch_sentences]
+        src = pad_right([data.source(i) for i in idx]).to(device)
+        for i, toks in zip(idx, beam_search(model, src, beam, lenpen, max_len_a, max_len_b)):
+            hyps[i] = vocab.decode(toks)
+    return hyps
+
+
+def detokenize(lines, lang):
+    from sacremoses import MosesDetokenizer
+    detok = MosesDetokenizer(lang)
+    return [detok.detokenize(line.split()) for line in lines]
+
+
+def run(args):
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    data_dir, out = Path(args.data), Path(args.out)
+    vocab = Dictionary.load(data_dir / "dict.txt")
+    data = ParallelData.load(data_dir / f"{args.split}.pt")
+    refs = Path(args.reference).read_text(encoding="utf-8").splitlines()
+    if len(refs) != len(data):
+        sys.exit(f"{args.reference}: {len(refs)} lines but {args.split}.pt has {len(data)} sentences")
+    raw_refs = Path(args.detok_reference).read_text(encoding="utf-8").splitlines() if args.detok_reference else None
+    with open(args.metrics, newline="") as f:
+        epochs = [r for r in csv.DictReader(f) if r["checkpoint"]]
+    run_dir = Path(args.metrics).parent
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for r in epochs:
+        model = load_model(run_dir / r["checkpoint"], device)
+        t0 = time.time()
+        hyps = decode(model, data, vocab, args.beam, args.lenpen, args.max_len_a, args.max_len_b,
+                      args.batch_sentences, device)
+        elapsed = time.time() - t0
+        (out.parent / f"hyp_epoch{r['epoch']}.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+        score, signature = tokenized_bleu(hyps, refs)
+        split_score, _ = compound_split_bleu(hyps, refs)
+        detok = math.nan
+        if raw_refs is not None:
+            detok = detokenized_bleu(detokenize(hyps, args.target_lang), raw_refs)[0].score
+        rows.append({"epoch": int(r["epoch"]), "bleu": score.score, "bleu_compound_split": split_score.score,
+                     "sacrebleu_detok": detok, "split": args.split, "beam": args.beam, "lenpen": args.lenpen,
+                     "sentences": len(hyps), "sentences_per_s": len(hyps) / elapsed, "signature": signature})
+        print(f"epoch {r['epoch']}: BLEU {score.score:.2f} ({len(hyps) / elapsed:.0f} sentences/s)",
+              file=sys.stderr, flush=True)
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, out)
+    return 0

@@ -1,0 +1,106 @@
+"""Draw one figure from the runs' metrics and BLEU tables, and write the CSV it plots.
+
+The figure spec (from the config) lists panels, each one metric over epochs for some runs.
+Legends are built from the runs' settings, so they show what was trained (the demo's scaled
+warm-up, say), not what the paper used. A diverged run is drawn up to its divergence and
+marked with x.
+"""
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
+                 "grad_norm": "gradient norm", "lr": "learning rate"}
+NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin"}
+
+
+def add_arguments(p):
+    p.add_argument("--spec", required=True, help="JSON: title, panels [{title, metric, runs}], run_settings")
+    p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
+    p.add_argument("--pdf", required=True)
+    p.add_argument("--csv", required=True)
+
+
+def run_label(s):
+    """'Post-LN, Adam, lr 5e-4, warm-up 4000' from a run's settings."""
+    if s.get("description"):
+        return s["description"]
+    enc, dec = s.get("enc_norm", "post"), s.get("dec_norm", "post")
+    norm = NORM_LABELS[enc] if enc == dec else f"{NORM_LABELS[enc]} enc / {NORM_LABELS[dec]} dec"
+    opt = {"adam": "Adam", "sgd": "SGD", "radam": "RAdam"}[s.get("optimizer", "adam")]
+    parts = [norm, opt, f"lr {s.get('lr', 0):.0e}".replace("e-0", "e-")]
+    warmup = s.get("warmup", 0)
+    parts.append(f"warm-up {warmup}" if warmup > 1 else "no warm-up")
+    sched = s.get("schedule", "inverse_sqrt")
+    if sched in ("step", "step_inverse_sqrt") and s.get("decay_epoch"):
+        parts.append(f"x{s.get('decay_factor', 0.1)} at ep {s['decay_epoch']}")
+    elif sched in ("linear", "constant"):
+        parts.append(f"{sched} lr")
+    return ", ".join(parts)
+
+
+def load_run(runs_dir, run):
+    """One row per epoch: the trainer's metrics joined with the BLEU of that epoch's checkpoint."""
+    metrics = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
+    bleu = pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
+    table = metrics.merge(bleu[["epoch", "bleu"]], on="epoch", how="left")
+    table.insert(0, "run", run)
+    return table
+
+
+def long_table(spec, runs_dir):
+    """Every plotted number: figure panel, run, label, epoch, metric, value, diverged."""
+    tables = {run: load_run(runs_dir, run) for panel in spec["panels"] for run in panel["runs"]}
+    rows = []
+    for i, panel in enumerate(spec["panels"]):
+        for run in panel["runs"]:
+            label = run_label(spec["run_settings"].get(run, {}))
+            for _, r in tables[run].iterrows():
+                rows.append({"panel": i, "panel_title": panel["title"], "run": run, "label": label,
+                             "epoch": int(r["epoch"]), "metric": panel["metric"], "value": r[panel["metric"]],
+                             "diverged": int(r["diverged"])})
+    return pd.DataFrame(rows)
+
+
+def draw(spec, table, pdf):
+    panels = spec["panels"]
+    ncols = min(2, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 4.2 * nrows), squeeze=False)
+    for i, panel in enumerate(panels):
+        ax = axes[i // ncols][i % ncols]
+        for run, curve in table[table.panel == i].groupby("run", sort=False):
+            ok = curve[curve.value.notna()]
+            (line,) = ax.plot(ok.epoch, ok.value, marker="o", ms=3, label=curve.label.iloc[0]
+                              + (" (diverged)" if curve.diverged.any() else ""))
+            if curve.diverged.any():
+                last = ok.value.iloc[-1] if len(ok) else 0.0
+                ax.plot([curve.epoch.max()], [last], marker="x", ms=10, mew=2, color=line.get_color())
+        ax.set_title(f"({chr(97 + i)}) {panel['title']}", fontsize=10)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(METRIC_LABELS[panel["metric"]])
+        if panel.get("ylim"):
+            ax.set_ylim(*panel["ylim"])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for j in range(len(panels), nrows * ncols):
+        axes[j // ncols][j % ncols].axis("off")
+    fig.suptitle(spec["title"], fontsize=11)
+    fig.tight_layout()
+    fig.savefig(pdf)
+    plt.close(fig)
+
+
+def run(args):
+    spec = json.loads(args.spec)
+    table = long_table(spec, Path(args.runs_dir))
+    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.csv, index=False)
+    draw(spec, table, args.pdf)
+    return 0

@@ -1,0 +1,255 @@
+"""Encoder-decoder Transformer with Post-LN, Pre-LN and Admin residual sublayers.
+
+Read in order: attention, feed-forward, the residual sublayer (where the three variants
+differ, Xiong et al. 2020 Table 1 / Liu et al. 2020 §4.3), encoder and decoder layers,
+encoder, decoder, the seq2seq wrapper. Initialization follows fairseq of the papers' era.
+"""
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .data import PAD
+
+NORMS = ("post", "pre", "admin")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int
+    d_model: int = 512
+    ffn_dim: int = 1024
+    heads: int = 4
+    enc_layers: int = 6
+    dec_layers: int = 6
+    dropout: float = 0.3
+    attn_dropout: float = 0.0
+    act_dropout: float = 0.0
+    enc_norm: str = "post"  # post | pre | admin, chosen separately for encoder and decoder
+    dec_norm: str = "post"
+    share_all_embeddings: bool = False  # encoder embedding = decoder embedding = output projection
+    max_positions: int = 1024
+    fused_attention: bool = True  # F.scaled_dot_product_attention; False = the plain path below
+
+    def __post_init__(self):
+        for side in ("enc_norm", "dec_norm"):
+            if getattr(self, side) not in NORMS:
+                raise ValueError(f"{side}={getattr(self, side)!r}: expected one of {NORMS}")
+        if self.d_model % self.heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by heads={self.heads}")
+
+
+def xavier_linear(d_in, d_out, gain=1.0):
+    """fairseq's Linear: xavier_uniform weight, zero bias."""
+    layer = nn.Linear(d_in, d_out)
+    nn.init.xavier_uniform_(layer.weight, gain=gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class MultiheadAttention(nn.Module):
+    def __init__(self, d_model, heads, attn_dropout, fused):
+        super().__init__()
+        self.heads, self.attn_dropout, self.fused = heads, attn_dropout, fused
+        # gain 1/sqrt(2) on separate q/k/v equals xavier on fairseq's old stacked in_proj
+        self.q_proj = xavier_linear(d_model, d_model, gain=1 / math.sqrt(2))
+        self.k_proj = xavier_linear(d_model, d_model, gain=1 / math.sqrt(2))
+        self.v_proj = xavier_linear(d_model, d_model, gain=1 / math.sqrt(2))
+        self.out_proj = xavier_linear(d_model, d_model)
+
+    def split_heads(self, x):  # (B, T, d) -> (B, H, T, d/H)
+        B, T, d = x.shape
+        return x.view(B, T, self.heads, d // self.heads).transpose(1, 2)
+
+    def forward(self, query, key_value, mask=None, cache=None, static_kv=False):
+        """mask: bool (B or 1, 1, Tq, Tk), True = may attend. cache: dict for incremental decoding;
+        static_kv: keys/values come from the encoder and are computed once."""
+        q = self.split_heads(self.q_proj(query))
+        if cache is not None and static_kv and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            k, v = self.split_heads(self.k_proj(key_value)), self.split_heads(self.v_proj(key_value))
+            if cache is not None and not static_kv and "k" in cache:  # self-attention grows by one step
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+            if cache is not None:
+                cache["k"], cache["v"] = k, v
+        p = self.attn_dropout if self.training else 0.0
+        if self.fused:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        else:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            out = F.dropout(scores.softmax(-1), p, self.training) @ v
+        B, H, T, dh = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model, ffn_dim, act_dropout):
+        super().__init__()
+        self.fc1 = xavier_linear(d_model, ffn_dim)  # W^1 in the paper
+        self.fc2 = xavier_linear(ffn_dim, d_model)  # W^2
+        self.act_dropout = act_dropout
+
+    def forward(self, x):
+        return self.fc2(F.dropout(F.relu(self.fc1(x)), self.act_dropout, self.training))
+
+
+class ResidualSublayer(nn.Module):
+    """The one place where the norm placements differ."""
+
+    def __init__(self, d_model, norm, dropout):
+        super().__init__()
+        self.norm, self.dropout = norm, dropout
+        self.layer_norm = nn.LayerNorm(d_model, eps=1e-5)
+        if norm == "admin":
+            # omega, set from the profiling pass (Liu et al. §4.3); 1 = plain Post-LN
+            self.omega = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x, fn):
+        if self.norm == "post":  # Xiong et al. Table 1: x_{l+1} = LN(x_l + F(x_l))
+            return self.layer_norm(x + F.dropout(fn(x), self.dropout, self.training))
+        if self.norm == "pre":  # Xiong et al. Table 1: x_{l+1} = x_l + F(LN(x_l))
+            return x + F.dropout(fn(self.layer_norm(x)), self.dropout, self.training)
+        # admin, Liu et al. eq. (5): x_i = LN(f_i(x_{i-1}) + omega_i * x_{i-1})
+        return self.layer_norm(F.dropout(fn(x), self.dropout, self.training) + self.omega * x)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout)
+        self.attn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout)
+        self.ffn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout)
+
+    def forward(self, x, src_mask):
+        x = self.attn_block(x, lambda h: self.self_attn(h, h, src_mask))
+        return self.ffn_block(x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
+        self.cross_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout)
+        self.self_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
+        self.cross_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
+        self.ffn_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
+
+    def forward(self, x, memory, self_mask, memory_mask, cache=None):
+        self_cache = cross_cache = None
+        if cache is not None:
+            self_cache, cross_cache = cache.setdefault("self", {}), cache.setdefault("cross", {})
+        x = self.self_block(x, lambda h: self.self_attn(h, h, self_mask, self_cache))
+        x = self.cross_block(x, lambda h: self.cross_attn(h, memory, memory_mask, cross_cache, static_kv=True))
+        return self.ffn_block(x, self.ffn)
+
+
+def sinusoidal_table(num_positions, d_model):
+    """fairseq's sinusoidal positions: [sin | cos] concatenated, row PAD is zero."""
+    half = d_model // 2
+    freqs = torch.exp(torch.arange(half, dtype=torch.float) * -(math.log(10000) / (half - 1)))
+    angles = torch.arange(num_positions, dtype=torch.float)[:, None] * freqs[None, :]
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    if d_model % 2:
+        table = torch.cat([table, torch.zeros(num_positions, 1)], dim=1)
+    table[PAD] = 0
+    return table
+
+
+class Embedder(nn.Module):
+    """Token embedding scaled by sqrt(d) plus sinusoidal position, then dropout."""
+
+    def __init__(self, tokens: nn.Embedding, cfg: ModelConfig):
+        super().__init__()
+        self.tokens, self.scale, self.dropout = tokens, math.sqrt(cfg.d_model), cfg.dropout
+        # positions start at PAD + 1, as in fairseq
+        self.register_buffer("positions", sinusoidal_table(cfg.max_positions + PAD + 1, cfg.d_model), persistent=False)
+
+    def forward(self, tokens, start=0):
+        pos = torch.arange(start, start + tokens.size(1), device=tokens.device) + PAD + 1
+        x = self.scale * self.tokens(tokens) + self.positions[pos]
+        return F.dropout(x, self.dropout, self.training)
+
+
+def token_embedding(cfg):
+    emb = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD)
+    nn.init.normal_(emb.weight, mean=0, std=cfg.d_model ** -0.5)
+    nn.init.zeros_(emb.weight[PAD])
+    return emb
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg: ModelConfig, tokens: nn.Embedding):
+        super().__init__()
+        self.embed = Embedder(tokens, cfg)
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
+        self.final_norm = nn.LayerNorm(cfg.d_model, eps=1e-5) if cfg.enc_norm == "pre" else None
+
+    def forward(self, src):
+        mask = (src != PAD)[:, None, None, :]  # (B, 1, 1, S): attend to real tokens only
+        x = self.embed(src)
+        for layer in self.layers:
+            x = layer(x, mask)
+        if self.final_norm is not None:  # Pre-LN's final LayerNorm
+            x = self.final_norm(x)
+        return x, mask
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg: ModelConfig, tokens: nn.Embedding):
+        super().__init__()
+        self.embed = Embedder(tokens, cfg)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        self.final_norm = nn.LayerNorm(cfg.d_model, eps=1e-5) if cfg.dec_norm == "pre" else None
+
+    def forward(self, prev_tokens, memory, memory_mask, cache=None):
+        """Logits (B, T, V). With a cache (list of per-layer dicts), prev_tokens holds only the
+        newest step and keys/values of earlier steps come from the cache."""
+        start = 0
+        if cache is not None and cache[0].get("self"):
+            start = cache[0]["self"]["k"].size(2)
+        T = prev_tokens.size(1)
+        self_mask = None
+        if cache is None or T > 1:  # causal: position t sees positions <= t
+            self_mask = torch.ones(T, T, dtype=torch.bool, device=prev_tokens.device).tril()
+        x = self.embed(prev_tokens, start)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i])
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return F.linear(x, self.embed.tokens.weight)  # tied output projection
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        dec_tokens = token_embedding(cfg)
+        enc_tokens = dec_tokens if cfg.share_all_embeddings else token_embedding(cfg)
+        self.encoder = Encoder(cfg, enc_tokens)
+        self.decoder = Decoder(cfg, dec_tokens)
+
+    def forward(self, src, prev_tokens):
+        memory, memory_mask = self.encoder(src)
+        return self.decoder(prev_tokens, memory, memory_mask)
+
+    def residual_sublayers(self):
+        """Sublayers in forward order, encoder then decoder (Admin's omega lives here)."""
+        return [m for m in self.modules() if isinstance(m, ResidualSublayer)]
+
+
+def label_smoothed_loss(logits, target, epsilon):
+    """fairseq <= 0.10: (1-eps)*nll + (eps/V)*sum_v(-log p_v), pad masked, summed over tokens.
+    Returns (loss_sum, nll_sum) in nats."""
+    lprobs = F.log_softmax(logits.float(), dim=-1)
+    keep = target != PAD
+    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    smooth = -lprobs.sum(-1)
+    loss = (1 - epsilon) * nll + (epsilon / lprobs.size(-1)) * smooth
+    return loss[keep].sum(), nll[keep].sum()

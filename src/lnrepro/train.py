@@ -1,0 +1,278 @@
+"""Train one run: token batches, label smoothing, per-epoch checkpoints and metrics, resumable.
+
+Writes ``OUT/metrics.csv`` (one row per epoch) when the run ends, and keeps its resumable state
+under ``OUT/checkpoints/`` (outside the rule's declared outputs): ``epochN.pt`` holds the weights
+of every epoch for evaluation, ``last.pt`` the full state of the last complete epoch. A killed run
+restarts from ``last.pt``; because batch order and dropout are seeded per epoch, it ends with the
+same metrics as an uninterrupted one. A run whose loss turns NaN/inf or explodes is recorded as
+diverged: its curve so far plus a final row with diverged=1, and the command exits 0.
+"""
+import csv
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+
+from . import __version__
+from .batching import collate, epoch_order, make_batches
+from .data import Dictionary, ParallelData
+from .model import ModelConfig, Transformer, label_smoothed_loss
+from .schedule import SCHEDULES, Schedule
+
+OPTIMIZERS = ("adam", "sgd", "radam")
+METRIC_COLUMNS = ["epoch", "updates", "train_loss", "train_nll", "valid_loss", "valid_nll", "lr",
+                  "grad_norm", "tokens_per_s", "wall_s", "diverged", "checkpoint"]
+LN2 = math.log(2)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # model (Xiong et al. §5; fairseq transformer_iwslt_de_en by default)
+    enc_layers: int = 6
+    dec_layers: int = 6
+    d_model: int = 512
+    ffn_dim: int = 1024
+    heads: int = 4
+    dropout: float = 0.3
+    attn_dropout: float = 0.0
+    act_dropout: float = 0.0
+    enc_norm: str = "post"
+    dec_norm: str = "post"
+    share_all_embeddings: bool = False
+    # optimizer
+    optimizer: str = "adam"
+    lr: float = 5e-4
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.98
+    adam_eps: float = 1e-8
+    momentum: float = 0.0
+    weight_decay: float = 0.0  # decoupled, as fairseq's Adam
+    clip_norm: float = 0.0     # 0 = no clipping
+    # learning-rate schedule
+    schedule: str = "inverse_sqrt"
+    warmup: int = 4000
+    warmup_init_lr: float = 0.0
+    decay_epoch: int = 0
+    decay_factor: float = 0.1
+    end_lr: float = 0.0
+    # data and loop
+    max_tokens: int = 4096
+    update_freq: int = 1
+    epochs: int = 50
+    label_smoothing: float = 0.1
+    seed: int = 1
+    divergence_factor: float = 3.0  # train loss above factor * log2(V) counts as exploded
+    # system
+    device: str = "auto"       # auto | cpu | cuda
+    bf16: bool = True          # autocast on CUDA (ignored on CPU)
+    compile: bool = False
+    threads: int = 0           # torch intra-op threads on CPU; 0 = torch's default
+    log_interval: float = 10.0  # seconds between progress lines
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer={self.optimizer!r}: expected one of {OPTIMIZERS}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule={self.schedule!r}: expected one of {SCHEDULES}")
+
+    def model_config(self, vocab_size):
+        names = {f.name for f in fields(ModelConfig)}
+        return ModelConfig(vocab_size=vocab_size, **{k: v for k, v in self.as_dict().items() if k in names})
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+    def fingerprint(self):
+        """What decides the result; a checkpoint from another fingerprint is never resumed."""
+        keep = {k: v for k, v in self.as_dict().items() if k not in ("log_interval", "threads", "compile")}
+        return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def add_arguments(p):
+    p.add_argument("--data", required=True, help="binarized data dir (dict.txt, train.pt, valid.pt)")
+    p.add_argument("--out", required=True, help="run dir: metrics.csv and checkpoints/")
+    for f in fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        if f.type is bool or f.type == "bool":
+            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=f.default)
+        else:
+            p.add_argument(flag, type=type(f.default), default=f.default)
+
+
+def run(args):
+    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
+    return train(cfg, Path(args.data), Path(args.out))
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def pick_device(name):
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def build_optimizer(cfg, params, device):
+    fast = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    if cfg.optimizer == "adam":
+        return torch.optim.AdamW(params, lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2),
+                                 eps=cfg.adam_eps, weight_decay=cfg.weight_decay, **fast)
+    if cfg.optimizer == "radam":
+        return torch.optim.RAdam(params, lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
+                                 weight_decay=cfg.weight_decay, decoupled_weight_decay=True, foreach=True)
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay, **fast)
+
+
+def atomic_save(obj, path):
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def write_metrics(rows, path):
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=METRIC_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+
+
+@torch.no_grad()
+def evaluate_loss(model, data, batches, cfg, device, autocast):
+    """Validation (label-smoothed loss, nll) in bits per target token, as fairseq logs them."""
+    model.eval()
+    loss = nll = ntok = 0.0
+    for idx in batches:
+        src, prev, tgt = (t.to(device) for t in collate(data, idx))
+        with autocast():
+            logits = model(src, prev)
+        l, n = label_smoothed_loss(logits, tgt, cfg.label_smoothing)
+        loss, nll, ntok = loss + l.item(), nll + n.item(), ntok + int((tgt != 1).sum())
+    model.train()
+    return loss / ntok / LN2, nll / ntok / LN2
+
+
+def resume_state(ckpt_dir, cfg):
+    """The last complete epoch's state, or None; stale state of other settings is removed."""
+    last = ckpt_dir / "last.pt"
+    if not last.exists():
+        return None
+    state = torch.load(last, weights_only=True, map_location="cpu")
+    if state["fingerprint"] != cfg.fingerprint():
+        log(f"{last}: written for other settings; starting afresh")
+        shutil.rmtree(ckpt_dir)
+        return None
+    log(f"resuming after epoch {state['epoch']} ({state['updates']} updates)")
+    return state
+
+
+def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
+    device = pick_device(cfg.device)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    ckpt_dir = out_dir / "checkpoints"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    vocab = Dictionary.load(data_dir / "dict.txt")
+    train_data, valid_data = ParallelData.load(data_dir / "train.pt"), ParallelData.load(data_dir / "valid.pt")
+    batches = make_batches(train_data, cfg.max_tokens, cfg.seed)
+    valid_batches = make_batches(valid_data, cfg.max_tokens, cfg.seed)
+    updates_per_epoch = math.ceil(len(batches) / cfg.update_freq)
+    schedule = Schedule(cfg.schedule, cfg.lr, cfg.warmup, cfg.warmup_init_lr, cfg.decay_epoch, cfg.decay_factor,
+                        cfg.epochs * updates_per_epoch, cfg.end_lr)
+
+    torch.manual_seed(cfg.seed)
+    model = Transformer(cfg.model_config(len(vocab))).to(device)
+    optimizer = build_optimizer(cfg, model.parameters(), device)
+    rows, updates, start_epoch = [], 0, 1
+    state = resume_state(ckpt_dir, cfg)
+    if state:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        rows, updates, start_epoch = state["metrics"], state["updates"], state["epoch"] + 1
+    step_model = torch.compile(model) if cfg.compile else model
+    use_bf16 = cfg.bf16 and device.type == "cuda"
+
+    def autocast():
+        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
+
+    log(f"{sum(p.numel() for p in model.parameters()):,} parameters, vocab {len(vocab)}, "
+        f"{len(batches)} batches/epoch, {updates_per_epoch} updates/epoch, device {device}")
+    explode_at = cfg.divergence_factor * math.log2(len(vocab))
+    for epoch in range(start_epoch, cfg.epochs + 1):
+        torch.manual_seed(cfg.seed * 100003 + epoch)  # dropout stream of this epoch only
+        model.train()
+        t0 = last_log = time.time()
+        loss_sum = torch.zeros((), device=device)
+        nll_sum = torch.zeros((), device=device)
+        gnorm_sum = torch.zeros((), device=device)
+        ntok, epoch_updates, diverged = 0, 0, False
+        order = epoch_order(batches, cfg.seed, epoch)
+        for u in range(updates_per_epoch):
+            group = [collate(train_data, idx) for idx in order[u * cfg.update_freq:(u + 1) * cfg.update_freq]]
+            group_tokens = sum(int((tgt != 1).sum()) for _, _, tgt in group)
+            lr = schedule(updates, epoch, (cfg.decay_epoch - 1) * updates_per_epoch)
+            for g in optimizer.param_groups:
+                g["lr"] = lr
+            for src, prev, tgt in group:  # update_freq accumulation; gradient of the sum / tokens
+                src, prev, tgt = src.to(device, non_blocking=True), prev.to(device), tgt.to(device)
+                with autocast():
+                    logits = step_model(src, prev)
+                loss, nll = label_smoothed_loss(logits, tgt, cfg.label_smoothing)
+                (loss / group_tokens).backward()
+                loss_sum += loss.detach()
+                nll_sum += nll.detach()
+            gnorm_sum += torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm or float("inf"))
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            updates, epoch_updates, ntok = updates + 1, epoch_updates + 1, ntok + group_tokens
+            if time.time() - last_log >= cfg.log_interval or u == updates_per_epoch - 1:
+                last_log = time.time()
+                mean_loss = loss_sum.item() / ntok / LN2  # the only host sync, every few seconds
+                if not math.isfinite(mean_loss) or mean_loss > explode_at:
+                    diverged = True
+                    break
+                elapsed = last_log - t0
+                eta = elapsed / (u + 1) * (updates_per_epoch - u - 1)
+                log(f"epoch {epoch:3d} | update {u + 1:5d}/{updates_per_epoch} | loss {mean_loss:.3f} | "
+                    f"lr {lr:.3g} | {ntok / elapsed:,.0f} tok/s | eta {eta:.0f}s")
+        wall = time.time() - t0
+        row = {"epoch": epoch, "updates": updates, "train_loss": loss_sum.item() / ntok / LN2,
+               "train_nll": nll_sum.item() / ntok / LN2, "lr": lr, "grad_norm": gnorm_sum.item() / epoch_updates,
+               "tokens_per_s": ntok / wall, "wall_s": wall, "diverged": int(diverged)}
+        if diverged:
+            log(f"epoch {epoch}: DIVERGED (train loss {row['train_loss']}); recording the curve so far")
+            rows.append({**row, "valid_loss": float("nan"), "valid_nll": float("nan"), "checkpoint": ""})
+            break
+        row["valid_loss"], row["valid_nll"] = evaluate_loss(model, valid_data, valid_batches, cfg, device, autocast)
+        row["checkpoint"] = f"checkpoints/epoch{epoch}.pt"
+        rows.append(row)
+        log(f"epoch {epoch:3d} done | train {row['train_loss']:.3f} | valid {row['valid_loss']:.3f} | "
+            f"gnorm {row['grad_norm']:.3f} | {row['tokens_per_s']:,.0f} tok/s | {wall:.1f}s")
+        model_cfg = dataclasses.asdict(model.cfg)
+        atomic_save({"model": model.state_dict(), "model_config": model_cfg, "epoch": epoch}, ckpt_dir / f"epoch{epoch}.pt")
+        atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "model_config": model_cfg,
+                     "train_config": cfg.as_dict(), "fingerprint": cfg.fingerprint(), "epoch": epoch,
+                     "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__},
+                    ckpt_dir / "last.pt")
+        write_metrics(rows, out_dir / "progress.csv")
+    write_metrics(rows, out_dir / "metrics.csv")
+    return 0
+
+
+def load_model(path, device="cpu"):
+    """A Transformer from an epoch checkpoint (weights only, safe to load)."""
+    state = torch.load(path, weights_only=True, map_location=device)
+    model = Transformer(ModelConfig(**state["model_config"]))
+    model.load_state_dict(state["model"])
+    return model.to(device).eval()

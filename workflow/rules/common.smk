@@ -1,0 +1,114 @@
+# Helpers shared by the rules: config resolution, cross-reference checks, paths, params.
+import json
+import shlex
+
+MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropout", "attn_dropout",
+              "act_dropout", "share_all_embeddings")
+RUN_ONLY_KEYS = ("corpus", "model", "norm", "description")  # resolved here, not passed to the trainer
+
+
+def config_error(msg):
+    raise WorkflowError(f"config: {msg}")
+
+
+def corpus_cfg(name):
+    return config["corpora"][name]
+
+
+def run_settings(run):
+    """train_defaults <- models[model] <- the run's own keys; `norm` sets both sides."""
+    merged = {**config["train_defaults"], **config["runs"][run]}
+    settings = {**config["models"][merged["model"]], **merged}
+    if "norm" in settings:
+        settings.setdefault("enc_norm", settings["norm"])
+        settings.setdefault("dec_norm", settings["norm"])
+        if "norm" in config["runs"][run]:  # the run's own norm wins over inherited sides
+            settings["enc_norm"] = settings["dec_norm"] = config["runs"][run]["norm"]
+    return settings
+
+
+def check_config():
+    """Cross-references the schema cannot express; fails before any job runs."""
+    for run in config["runs"]:
+        s = {**config["train_defaults"], **config["runs"][run]}
+        for key, table in (("corpus", "corpora"), ("model", "models")):
+            if key not in s:
+                config_error(f"runs.{run}: no '{key}' (set it in the run or in train_defaults)")
+            if s[key] not in config[table]:
+                config_error(f"runs.{run}.{key}: '{s[key]}' is not one of {sorted(config[table])}")
+    for fig, spec in config["figures"].items():
+        for i, panel in enumerate(spec["panels"]):
+            for run in panel["runs"]:
+                if run not in config["runs"]:
+                    config_error(f"figures.{fig}.panels[{i}].runs: '{run}' is not a run ({sorted(config['runs'])})")
+    for name, c in config["corpora"].items():
+        if c["source"] == "generated" and "generator" not in c:
+            config_error(f"corpora.{name}: source 'generated' needs a 'generator' entry")
+
+
+check_config()
+
+
+def names_regex(names):
+    return "|".join(sorted(names, key=len, reverse=True))
+
+
+wildcard_constraints:
+    corpus=names_regex(config["corpora"]),
+    run=names_regex(config["runs"]),
+    fig=names_regex(config["figures"]) or "NO_FIGURES",
+    side="src|tgt",
+
+
+# ---- paths -----------------------------------------------------------------------------------
+def data_dir(corpus):
+    return f"results/data/{corpus}"
+
+
+def bpe_dir(corpus):
+    """Keyed by its merges: a new merge count is a new directory, nothing is overwritten."""
+    return f"{data_dir(corpus)}/bpe{corpus_cfg(corpus)['bpe_merges']}"
+
+
+def bin_files(corpus):
+    d = f"{bpe_dir(corpus)}/bin"
+    return {"dict": f"{d}/dict.txt", "train": f"{d}/train.pt", "valid": f"{d}/valid.pt", "test": f"{d}/test.pt"}
+
+
+def figure_targets():
+    return expand("results/figures/{fig}.pdf", fig=config["figures"])
+
+
+# ---- params ------------------------------------------------------------------------------------
+def lang(corpus, side):
+    return corpus_cfg(corpus)[side]
+
+
+def cli_flags(settings):
+    """{'warmup_init_lr': 0} -> '--warmup-init-lr 0' (shell-quoted)."""
+    return " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in sorted(settings.items()))
+
+
+def train_flags(wildcards):
+    """Only this run's settings reach its training job, so an edit reruns only this run."""
+    s = run_settings(wildcards.run)
+    return cli_flags({k: v for k, v in s.items() if k not in RUN_ONLY_KEYS})
+
+
+DECODE_DEFAULTS = {"split": "test", "beam": 5, "lenpen": 1.0, "max_len_a": 0, "max_len_b": 200, "batch_sentences": 128}
+
+
+def decode_settings(corpus):
+    return {**DECODE_DEFAULTS, **corpus_cfg(corpus).get("decode", {})}
+
+
+def run_corpus(run):
+    return run_settings(run)["corpus"]
+
+
+def threads(kind):
+    return config.get("threads", {}).get(kind, {"data": 2, "train": 1, "evaluate": 1}[kind])
+
+
+def run_bin_dir(wildcards):
+    return f"{bpe_dir(run_corpus(wildcards.run))}/bin"

@@ -1,0 +1,161 @@
+# Raw text -> Moses tokens -> cleaned -> (lowercased) -> train/valid split -> joint BPE -> tensors.
+# From tokenization on, files are named by side (src/tgt); the corpus config names the languages.
+
+
+def generated_corpora():
+    return names_regex([n for n, c in config["corpora"].items() if c["source"] == "generated"]) or "NONE"
+
+
+def generator_flags(wildcards):
+    g = corpus_cfg(wildcards.corpus)["generator"]
+    return f"--task {g['task']} --seed {g.get('seed', 1)} --n-train {g['n_train']} --n-test {g['n_test']}"
+
+
+rule generate_corpus:
+    output:
+        directory("results/data/{corpus}/raw"),
+    wildcard_constraints:
+        corpus=generated_corpora(),
+    params:
+        flags=generator_flags,
+    log:
+        "logs/data/{corpus}/generate.log",
+    shell:
+        "lnrepro generate {params.flags} --out-dir {output} > {log} 2>&1"
+
+
+def raw_file(wildcards):
+    return f"{data_dir(wildcards.corpus)}/raw/{wildcards.split}.{lang(wildcards.corpus, wildcards.side)}"
+
+
+def tokenizer_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    return f"--lang {lang(wildcards.corpus, wildcards.side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
+
+
+rule tokenize:
+    input:
+        "results/data/{corpus}/raw",
+    output:
+        "results/data/{corpus}/tok/{split}.{side}",
+    wildcard_constraints:
+        split="train|test",
+    params:
+        raw=raw_file,
+        flags=tokenizer_flags,
+    threads: threads("data")
+    log:
+        "logs/data/{corpus}/tokenize.{split}.{side}.log",
+    benchmark:
+        "benchmarks/data/{corpus}/tokenize.{split}.{side}.tsv"
+    shell:
+        "lnrepro tokenize {params.flags} --threads {threads} --input {params.raw} --output {output} > {log} 2>&1"
+
+
+def clean_flags(wildcards):
+    c = {"min": 1, "max": 175, "ratio": 1.5, **corpus_cfg(wildcards.corpus).get("clean", {})}
+    return f"--min {c['min']} --max {c['max']} --ratio {c['ratio']}"
+
+
+rule clean_corpus:
+    input:
+        src="results/data/{corpus}/tok/train.src",
+        tgt="results/data/{corpus}/tok/train.tgt",
+    output:
+        src="results/data/{corpus}/clean/train.src",
+        tgt="results/data/{corpus}/clean/train.tgt",
+    params:
+        flags=clean_flags,
+    log:
+        "logs/data/{corpus}/clean.log",
+    shell:
+        "lnrepro clean {params.flags} --src-in {input.src} --tgt-in {input.tgt}"
+        " --src-out {output.src} --tgt-out {output.tgt} > {log} 2>&1"
+
+
+def case_input(wildcards):
+    d = data_dir(wildcards.corpus)
+    return f"{d}/clean/train.{wildcards.side}" if wildcards.part == "trainvalid" else f"{d}/tok/test.{wildcards.side}"
+
+
+def case_flag(wildcards):
+    return "" if corpus_cfg(wildcards.corpus).get("lowercase", False) else "--keep-case"
+
+
+rule lowercase:
+    input:
+        case_input,
+    output:
+        "results/data/{corpus}/text/{part}.{side}",
+    wildcard_constraints:
+        part="trainvalid|test",
+    params:
+        flag=case_flag,
+    log:
+        "logs/data/{corpus}/lowercase.{part}.{side}.log",
+    shell:
+        "lnrepro lowercase {params.flag} --input {input} --output {output} > {log} 2>&1"
+
+
+def valid_every(wildcards):
+    return corpus_cfg(wildcards.corpus).get("valid_every", 23)
+
+
+rule split_valid:
+    input:
+        src="results/data/{corpus}/text/trainvalid.src",
+        tgt="results/data/{corpus}/text/trainvalid.tgt",
+    output:
+        train_src="results/data/{corpus}/text/train.src",
+        train_tgt="results/data/{corpus}/text/train.tgt",
+        valid_src="results/data/{corpus}/text/valid.src",
+        valid_tgt="results/data/{corpus}/text/valid.tgt",
+    params:
+        every=valid_every,
+    log:
+        "logs/data/{corpus}/split_valid.log",
+    shell:
+        "lnrepro split-valid --every {params.every} --inputs {input.src} {input.tgt}"
+        " --train-outputs {output.train_src} {output.train_tgt}"
+        " --valid-outputs {output.valid_src} {output.valid_tgt} > {log} 2>&1"
+
+
+rule bpe_learn:
+    input:
+        src="results/data/{corpus}/text/train.src",
+        tgt="results/data/{corpus}/text/train.tgt",
+    output:
+        "results/data/{corpus}/bpe{merges}/codes",
+    log:
+        "logs/data/{corpus}/bpe{merges}.learn.log",
+    benchmark:
+        "benchmarks/data/{corpus}/bpe{merges}.learn.tsv"
+    shell:
+        "lnrepro bpe-learn --inputs {input.src} {input.tgt} --merges {wildcards.merges} --codes {output} > {log} 2>&1"
+
+
+rule bpe_apply:
+    input:
+        codes="results/data/{corpus}/bpe{merges}/codes",
+        text="results/data/{corpus}/text/{split}.{side}",
+    output:
+        "results/data/{corpus}/bpe{merges}/{split}.{side}",
+    wildcard_constraints:
+        split="train|valid|test",
+    threads: threads("data")
+    log:
+        "logs/data/{corpus}/bpe{merges}.apply.{split}.{side}.log",
+    shell:
+        "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
+
+
+rule binarize:
+    input:
+        expand("results/data/{{corpus}}/bpe{{merges}}/{split}.{side}", split=["train", "valid", "test"], side=["src", "tgt"]),
+    output:
+        dict="results/data/{corpus}/bpe{merges}/bin/dict.txt",
+        data=expand("results/data/{{corpus}}/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),
+    log:
+        "logs/data/{corpus}/bpe{merges}.binarize.log",
+    shell:
+        "lnrepro binarize BINARIZE_FLAGS > {log} 2>&1"

@@ -1,0 +1,24 @@
+# One training job per named run. Resumable state lives in results/train/{run}/checkpoints/,
+# outside the declared output, so a failed or killed job keeps it and the retry resumes.
+
+
+def train_data(wildcards):
+    return bin_files(run_corpus(wildcards.run))
+
+
+rule train:
+    input:
+        unpack(train_data),
+    output:
+        "results/train/{run}/metrics.csv",
+    params:
+        flags=train_flags,
+        data_dir=run_bin_dir,
+    threads: threads("train")
+    log:
+        "logs/train/{run}.log",
+    benchmark:
+        "benchmarks/train/{run}.tsv"
+    shell:
+        "lnrepro train --data {params.data_dir} --out results/train/{wildcards.run} {params.flags}"
+        " --threads {threads} > {log} 2>&1"
