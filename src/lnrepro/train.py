@@ -172,6 +172,7 @@ def resume_state(ckpt_dir, cfg):
     if state["fingerprint"] != cfg.fingerprint():
         log(f"{last}: written for other settings; starting afresh")
         shutil.rmtree(ckpt_dir)
+        ckpt_dir.mkdir(parents=True)
         return None
     log(f"resuming after epoch {state['epoch']} ({state['updates']} updates)")
     return state

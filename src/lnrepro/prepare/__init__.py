@@ -1,0 +1,108 @@
+"""Data preparation as fairseq's examples/translation/prepare-iwslt14.sh does it.
+
+One module per step (tokenize, clean, lowercase, split-valid, bpe-learn, bpe-apply,
+binarize). The helpers here are shared by them: line reading with Unix line semantics,
+atomic output files, and an order-preserving, memory-bounded parallel line map.
+"""
+import multiprocessing
+import os
+from collections import deque
+from contextlib import ExitStack, contextmanager
+from itertools import islice
+
+
+def read_lines(path):
+    """Lines of a UTF-8 file without their trailing newline.
+
+    newline="\\n" splits on \\n only, like Perl's <FH>; the default universal-newline
+    mode would also split on a stray \\r and silently change the line count.
+    """
+    with open(path, encoding="utf-8", newline="\n") as f:
+        for line in f:
+            yield line[:-1] if line.endswith("\n") else line
+
+
+def read_parallel(paths):
+    """Tuples of corresponding lines of several files; ValueError if line counts differ."""
+    iterators = [read_lines(p) for p in paths]
+    count = 0
+    while True:
+        row = [next(it, None) for it in iterators]
+        if all(line is None for line in row):
+            return
+        if any(line is None for line in row):
+            counts = [count + (line is not None) + sum(1 for _ in it)
+                      for line, it in zip(row, iterators)]
+            detail = ", ".join(f"{p}: {n}" for p, n in zip(paths, counts))
+            raise ValueError(f"parallel files have different line counts ({detail})")
+        count += 1
+        yield tuple(row)
+
+
+@contextmanager
+def atomic_open(path):
+    """Text file that appears at `path` only once fully written (via `path.tmp`).
+
+    A killed or failing job thus never leaves a partial output that a workflow
+    manager would mistake for a finished one.
+    """
+    tmp = f"{path}.tmp"
+    f = open(tmp, "w", encoding="utf-8", newline="\n")
+    try:
+        with f:
+            yield f
+    except BaseException:
+        os.remove(tmp)
+        raise
+    os.replace(tmp, path)
+
+
+@contextmanager
+def atomic_open_all(paths):
+    """atomic_open for several files at once: all appear, or none."""
+    with ExitStack() as stack:
+        yield [stack.enter_context(atomic_open(p)) for p in paths]
+
+
+def write_lines(f, lines):
+    for line in lines:
+        f.write(line)
+        f.write("\n")
+
+
+def _chunks(iterable, size):
+    it = iter(iterable)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def map_lines(func, in_path, out_path, threads=1, initializer=None, initargs=(),
+              chunk_size=500):
+    """Write func(chunk of lines) for consecutive chunks of in_path to out_path.
+
+    func maps a list of lines to a list of the same length (top-level, so picklable);
+    per-process state (a tokenizer, BPE codes) is built once by initializer(*initargs).
+    Chunks go to a process pool, at most 4 per worker in flight, and are written in
+    input order: memory stays bounded however large the file is. (Pool.imap would
+    let its feeder thread run ahead of the writer without limit.)
+    Returns the number of lines written.
+    """
+    n = 0
+    with atomic_open(out_path) as out:
+        if threads <= 1:
+            if initializer:
+                initializer(*initargs)
+            for chunk in _chunks(read_lines(in_path), chunk_size):
+                write_lines(out, func(chunk))
+                n += len(chunk)
+            return n
+        with multiprocessing.Pool(threads, initializer, initargs) as pool:
+            pending = deque()
+            for chunk in _chunks(read_lines(in_path), chunk_size):
+                pending.append(pool.apply_async(func, (chunk,)))
+                n += len(chunk)
+                if len(pending) >= 4 * threads:
+                    write_lines(out, pending.popleft().get())
+            while pending:
+                write_lines(out, pending.popleft().get())
+    return n

@@ -1,0 +1,76 @@
+"""Filter a parallel corpus by sentence length and length ratio (clean-corpus-n.perl).
+
+Per pair, as the Perl script: remove '|' (unless the first pair has one, i.e. the corpus
+is factored), collapse whitespace runs to one space, strip; drop the pair if a side is
+empty, has fewer than min or more than max words, a word longer than max-word-length,
+or a word-count ratio above ratio in either direction. Kept pairs are written normalised.
+"""
+import re
+import sys
+
+from . import atomic_open_all, read_parallel
+
+# Perl's \s on Unicode strings; Python's \s would also match \x1c-\x1f
+_SPACES = re.compile("[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+
+
+def normalize(line, factored=False):
+    if not factored:
+        line = line.replace("|", "")
+    line = _SPACES.sub(" ", line)
+    return line[1:] if line.startswith(" ") else line
+
+
+def _normalize(line, factored):
+    line = normalize(line, factored)
+    return line[:-1] if line.endswith(" ") else line
+
+
+def keep(src_words, tgt_words, min_len, max_len, ratio, max_word_length):
+    ns, nt = len(src_words), len(tgt_words)
+    if not (min_len <= ns <= max_len and min_len <= nt <= max_len):
+        return False
+    if ns / nt > ratio or nt / ns > ratio:
+        return False
+    return all(len(w) <= max_word_length for w in src_words + tgt_words)
+
+
+def clean_corpus(src_in, tgt_in, src_out, tgt_out, min_len=1, max_len=175, ratio=1.5,
+                 max_word_length=1000):
+    """Returns (pairs read, pairs kept)."""
+    n_in = n_out = 0
+    factored = None
+    with atomic_open_all([src_out, tgt_out]) as (fs, ft):
+        for src, tgt in read_parallel([src_in, tgt_in]):
+            n_in += 1
+            if factored is None:  # decided by the first pair only, as in the Perl script
+                factored = "|" in src or "|" in tgt
+            src, tgt = _normalize(src, factored), _normalize(tgt, factored)
+            if not src or not tgt:
+                continue
+            if not keep(src.split(" "), tgt.split(" "), min_len, max_len, ratio,
+                        max_word_length):
+                continue
+            fs.write(src + "\n")
+            ft.write(tgt + "\n")
+            n_out += 1
+    return n_in, n_out
+
+
+def add_arguments(p):
+    p.add_argument("--src-in", required=True)
+    p.add_argument("--tgt-in", required=True)
+    p.add_argument("--src-out", required=True)
+    p.add_argument("--tgt-out", required=True)
+    p.add_argument("--min", type=int, default=1, help="minimum words per side (default 1)")
+    p.add_argument("--max", type=int, default=175, help="maximum words per side (default 175)")
+    p.add_argument("--ratio", type=float, default=1.5,
+                   help="maximum word-count ratio either way (default 1.5)")
+    p.add_argument("--max-word-length", type=int, default=1000,
+                   help="drop pairs with a longer word, in characters (default 1000)")
+
+
+def run(args):
+    n_in, n_out = clean_corpus(args.src_in, args.tgt_in, args.src_out, args.tgt_out,
+                               args.min, args.max, args.ratio, args.max_word_length)
+    print(f"clean: kept {n_out} of {n_in} sentence pairs", file=sys.stderr)

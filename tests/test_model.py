@@ -1,0 +1,148 @@
+import math
+
+import pytest
+import torch
+
+from lnrepro.batching import pad_right
+from lnrepro.beam import beam_search
+from lnrepro.data import EOS, PAD
+from lnrepro.model import ModelConfig, ResidualSublayer, Transformer, label_smoothed_loss, sinusoidal_table
+
+
+def tiny(norm="post", layers=2, d=32, **kw):
+    return ModelConfig(vocab_size=50, d_model=d, ffn_dim=2 * d, heads=4, enc_layers=layers, dec_layers=layers,
+                       dropout=0.0, enc_norm=norm, dec_norm=norm, **kw)
+
+
+def test_sublayer_formulas_of_xiong_table1():
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 16)
+    f = torch.nn.Linear(16, 16)
+    for norm in ("post", "pre", "admin"):
+        block = ResidualSublayer(16, norm, dropout=0.0)
+        ln = block.layer_norm
+        expected = {"post": ln(x + f(x)), "pre": x + f(ln(x)), "admin": ln(f(x) + x)}[norm]
+        torch.testing.assert_close(block(x, f), expected)
+    admin = ResidualSublayer(16, "admin", dropout=0.0)
+    with torch.no_grad():
+        admin.omega.fill_(2.0)
+    torch.testing.assert_close(admin(x, f), admin.layer_norm(f(x) + 2.0 * x))
+
+
+def test_pre_ln_has_final_norms_and_post_ln_none():
+    pre, post = Transformer(tiny("pre")), Transformer(tiny("post"))
+    assert pre.encoder.final_norm is not None and pre.decoder.final_norm is not None
+    assert post.encoder.final_norm is None and post.decoder.final_norm is None
+    hybrid = Transformer(ModelConfig(vocab_size=50, d_model=32, heads=4, enc_norm="pre", dec_norm="post"))
+    assert hybrid.encoder.final_norm is not None and hybrid.decoder.final_norm is None
+
+
+def test_bad_norm_names_the_field():
+    with pytest.raises(ValueError, match="enc_norm='postln'"):
+        ModelConfig(vocab_size=10, enc_norm="postln")
+
+
+def test_initialization_as_fairseq():
+    torch.manual_seed(0)
+    d = 256
+    m = Transformer(ModelConfig(vocab_size=3000, d_model=d, ffn_dim=512, heads=4, enc_layers=1, dec_layers=1))
+    emb = m.decoder.embed.tokens.weight
+    assert torch.all(emb[PAD] == 0)
+    assert emb[4:].std().item() == pytest.approx(d ** -0.5, rel=0.02)
+    fc1 = m.encoder.layers[0].ffn.fc1
+    assert fc1.weight.abs().max() <= math.sqrt(6 / (d + 512)) and torch.all(fc1.bias == 0)
+    q = m.encoder.layers[0].self_attn.q_proj.weight
+    assert q.abs().max() <= math.sqrt(6 / (2 * d)) / math.sqrt(2) + 1e-6
+    assert m.encoder.layers[0].attn_block.layer_norm.eps == 1e-5
+
+
+def test_sinusoidal_positions_are_sin_then_cos():
+    t = sinusoidal_table(10, 8)
+    assert torch.all(t[PAD] == 0)
+    freq = math.exp(-math.log(10000) / 3)  # half=4: frequencies 1, f, f^2, f^3
+    assert t[5, 0].item() == pytest.approx(math.sin(5))
+    assert t[5, 1].item() == pytest.approx(math.sin(5 * freq), abs=1e-6)
+    assert t[5, 4].item() == pytest.approx(math.cos(5))
+
+
+def test_output_projection_is_tied():
+    m = Transformer(tiny(share_all_embeddings=True))
+    assert m.encoder.embed.tokens is m.decoder.embed.tokens
+    assert Transformer(tiny()).encoder.embed.tokens is not Transformer(tiny()).decoder.embed.tokens
+
+
+def test_label_smoothing_formula_and_padding_mask():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 3, 7)
+    target = torch.tensor([[4, 5, PAD], [6, 4, 5]])
+    loss, nll = label_smoothed_loss(logits, target, 0.1)
+    lp = logits.log_softmax(-1)
+    exp_nll = exp_loss = 0.0
+    for b, t in [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]:
+        n = -lp[b, t, target[b, t]]
+        exp_nll += n
+        exp_loss += 0.9 * n + (0.1 / 7) * -lp[b, t].sum()
+    assert nll.item() == pytest.approx(exp_nll.item(), rel=1e-6)
+    assert loss.item() == pytest.approx(exp_loss.item(), rel=1e-6)
+
+
+def test_fused_attention_equals_plain_path():
+    torch.manual_seed(0)
+    fused = Transformer(tiny("pre")).eval()
+    plain = Transformer(tiny("pre", fused_attention=False)).eval()
+    plain.load_state_dict(fused.state_dict())
+    src, prev = torch.randint(4, 50, (3, 7)), torch.randint(4, 50, (3, 5))
+    src[0, -2:] = PAD
+    torch.testing.assert_close(fused(src, prev), plain(src, prev), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_cached_greedy_equals_full_recomputation(norm):
+    torch.manual_seed(1)
+    m = Transformer(tiny(norm)).eval()
+    src = pad_right([torch.randint(4, 50, (n,)) for n in (6, 3, 8)])
+    greedy = beam_search(m, src, beam=1, max_len_b=12)
+    memory, mask = m.encoder(src)
+    tokens = torch.full((3, 1), EOS)
+    for _ in range(13):
+        lp = m.decoder(tokens, memory, mask)[:, -1].log_softmax(-1)
+        lp[:, [0, PAD]] = float("-inf")
+        tokens = torch.cat([tokens, lp.argmax(-1, keepdim=True)], 1)
+    for hyp, row in zip(greedy, tokens[:, 1:].tolist()):
+        assert hyp == (row[: row.index(EOS)] if EOS in row else row[:12])
+
+
+def test_beam_finds_a_hypothesis_at_least_as_likely_as_greedy():
+    torch.manual_seed(2)
+    m = Transformer(tiny("pre")).eval()
+    src = pad_right([torch.randint(4, 50, (n,)) for n in (5, 7, 4, 6)])
+
+    def logprob(s, hyp):
+        prev = torch.tensor([[EOS] + hyp])
+        lp = m(src[s:s + 1], prev).log_softmax(-1)[0]
+        return sum(lp[i, t].item() for i, t in enumerate(hyp + [EOS]))
+
+    greedy = beam_search(m, src, beam=1, max_len_b=10)
+    beam = beam_search(m, src, beam=5, lenpen=0.0, max_len_b=10)  # lenpen 0: raw log-probability
+    for s in range(4):
+        assert logprob(s, beam[s]) >= logprob(s, greedy[s]) - 1e-4
+
+
+def last_ffn_w2_grad(norm, layers, seed):
+    torch.manual_seed(seed)
+    m = Transformer(ModelConfig(vocab_size=200, d_model=64, ffn_dim=128, heads=4, enc_layers=layers,
+                                dec_layers=layers, dropout=0.0, enc_norm=norm, dec_norm=norm))
+    src, tgt = torch.randint(4, 200, (16, 12)), torch.randint(4, 200, (16, 12))
+    prev = torch.cat([torch.full((16, 1), EOS), tgt[:, :-1]], 1)
+    loss, _ = label_smoothed_loss(m(src, prev), tgt, 0.1)
+    (loss / (tgt != PAD).sum()).backward()
+    return m.decoder.layers[-1].ffn.fc2.weight.grad.norm().item()
+
+
+def test_post_ln_gradient_near_output_is_larger_and_depth_independent():
+    """Xiong et al. Theorem 1 / Fig 3(c,d), measured on the model at initialization."""
+    post6, pre6 = last_ffn_w2_grad("post", 6, 0), last_ffn_w2_grad("pre", 6, 0)
+    post12, pre12 = last_ffn_w2_grad("post", 12, 0), last_ffn_w2_grad("pre", 12, 0)
+    assert post6 > 2 * pre6
+    assert pre12 < pre6  # Pre-LN: shrinks with depth (~ 1/sqrt(L))
+    assert 0.6 < post12 / post6 < 1.6  # Post-LN: about constant

@@ -1,0 +1,81 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from lnrepro.train import TrainConfig, load_model, train
+
+TINY = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout=0.1, max_tokens=200,
+            device="cpu", threads=1, log_interval=0.5)
+DETERMINISTIC = ["epoch", "updates", "train_loss", "train_nll", "valid_loss", "valid_nll", "lr", "grad_norm"]
+
+
+def test_training_lowers_the_loss_and_writes_every_epoch(toy_data, tmp_path):
+    cfg = TrainConfig(**TINY, enc_norm="pre", dec_norm="pre", lr=2e-3, schedule="constant", warmup=0, epochs=4)
+    train(cfg, toy_data, tmp_path)
+    m = pd.read_csv(tmp_path / "metrics.csv")
+    assert list(m.epoch) == [1, 2, 3, 4] and m.diverged.sum() == 0
+    assert m.valid_loss.iloc[-1] < m.valid_loss.iloc[0] - 0.5
+    assert m.train_loss.is_monotonic_decreasing
+    assert (m.grad_norm > 0).all() and (m.tokens_per_s > 0).all()
+    for ckpt in m.checkpoint:  # weights-only loadable
+        assert load_model(tmp_path / ckpt).cfg.enc_norm == "pre"
+
+
+def cli(out, data, epochs=6):
+    flags = {**TINY, "enc_norm": "post", "dec_norm": "post", "lr": 1e-3, "warmup": 20, "epochs": epochs}
+    args = [sys.executable, "-m", "lnrepro.cli", "train", "--data", str(data), "--out", str(out)]
+    for k, v in flags.items():
+        args += [f"--{k.replace('_', '-')}", str(v)]
+    return args
+
+
+def test_killed_run_resumes_to_the_same_metrics(toy_data, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run(cli(tmp_path / "full", toy_data), check=True, env=env, capture_output=True)
+    proc = subprocess.Popen(cli(tmp_path / "killed", toy_data), env=env, stderr=subprocess.PIPE)
+    ckpt = tmp_path / "killed" / "checkpoints" / "epoch2.pt"
+    deadline = time.time() + 120
+    while not ckpt.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # mid-run, no chance to clean up
+    proc.wait()
+    assert not (tmp_path / "killed" / "metrics.csv").exists()
+    resumed = subprocess.run(cli(tmp_path / "killed", toy_data), check=True, env=env, capture_output=True, text=True)
+    assert "resuming after epoch" in resumed.stderr
+    full = pd.read_csv(tmp_path / "full" / "metrics.csv")
+    again = pd.read_csv(tmp_path / "killed" / "metrics.csv")
+    pd.testing.assert_frame_equal(full[DETERMINISTIC], again[DETERMINISTIC])
+
+
+def test_changed_settings_never_resume_stale_state(toy_data, tmp_path):
+    train(TrainConfig(**TINY, epochs=1), toy_data, tmp_path)
+    first = pd.read_csv(tmp_path / "metrics.csv")
+    train(TrainConfig(**{**TINY, "epochs": 2}, lr=1e-3), toy_data, tmp_path)
+    second = pd.read_csv(tmp_path / "metrics.csv")
+    assert list(second.epoch) == [1, 2] and second.lr.iloc[0] != first.lr.iloc[0]
+
+
+def test_divergence_is_recorded_not_raised(toy_data, tmp_path):
+    cfg = TrainConfig(**{**TINY, "log_interval": 0.0}, optimizer="sgd", lr=1e6, schedule="constant", epochs=5)
+    assert train(cfg, toy_data, tmp_path) == 0
+    m = pd.read_csv(tmp_path / "metrics.csv")
+    assert m.diverged.iloc[-1] == 1 and m.diverged.iloc[:-1].sum() == 0
+    assert len(m) < 5  # stopped early
+    assert pd.isna(m.checkpoint.iloc[-1]) and pd.isna(m.valid_loss.iloc[-1])
+
+
+def test_update_freq_accumulates_batches_into_one_update(toy_data, tmp_path):
+    from lnrepro.batching import make_batches
+    from lnrepro.data import ParallelData
+    n_batches = len(make_batches(ParallelData.load(toy_data / "train.pt"), TINY["max_tokens"], 1))
+    cfg = TrainConfig(**TINY, update_freq=2, epochs=2, lr=2e-3, schedule="constant", warmup=0)
+    train(cfg, toy_data, tmp_path)
+    m = pd.read_csv(tmp_path / "metrics.csv")
+    assert list(m.updates) == [-(-n_batches // 2), 2 * -(-n_batches // 2)]
+    assert m.valid_loss.iloc[1] < m.valid_loss.iloc[0]
