@@ -155,7 +155,11 @@ rule binarize:
     output:
         dict="results/data/{corpus}/bpe{merges}/bin/dict.txt",
         data=expand("results/data/{{corpus}}/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),
+    params:
+        prefix="results/data/{corpus}/bpe{merges}",
     log:
         "logs/data/{corpus}/bpe{merges}.binarize.log",
     shell:
-        "lnrepro binarize BINARIZE_FLAGS > {log} 2>&1"
+        "lnrepro binarize --src-lang src --tgt-lang tgt --train-prefix {params.prefix}/train"
+        " --splits train valid test --prefixes {params.prefix}/train {params.prefix}/valid {params.prefix}/test"
+        " --out-dir {params.prefix}/bin --dict-out {output.dict} > {log} 2>&1"

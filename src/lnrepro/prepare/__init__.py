@@ -40,21 +40,27 @@ def read_parallel(paths):
 
 
 @contextmanager
-def atomic_open(path):
-    """Text file that appears at `path` only once fully written (via `path.tmp`).
+def atomic_path(path):
+    """A temporary name (`path.tmp`) to write; renamed to `path` only on success.
 
     A killed or failing job thus never leaves a partial output that a workflow
     manager would mistake for a finished one.
     """
     tmp = f"{path}.tmp"
-    f = open(tmp, "w", encoding="utf-8", newline="\n")
     try:
-        with f:
-            yield f
+        yield tmp
     except BaseException:
-        os.remove(tmp)
+        if os.path.exists(tmp):
+            os.remove(tmp)
         raise
     os.replace(tmp, path)
+
+
+@contextmanager
+def atomic_open(path):
+    """Text file (UTF-8, \\n line ends) that appears at `path` only once complete."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        yield f
 
 
 @contextmanager

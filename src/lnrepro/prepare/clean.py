@@ -11,28 +11,30 @@ import sys
 from . import atomic_open_all, read_parallel
 
 # Perl's \s on Unicode strings; Python's \s would also match \x1c-\x1f
-_SPACES = re.compile("[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+_PERL_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_SPACES = re.compile(f"[{_PERL_SPACE}]+")
+_BLANK_FACTOR = re.compile(r"[ |]\|")
 
 
 def normalize(line, factored=False):
+    """'|' removed (unless factored), whitespace runs -> one space, stripped."""
     if not factored:
         line = line.replace("|", "")
-    line = _SPACES.sub(" ", line)
-    return line[1:] if line.startswith(" ") else line
+    return _SPACES.sub(" ", line).strip(" ")
 
 
-def _normalize(line, factored):
-    line = normalize(line, factored)
-    return line[:-1] if line.endswith(" ") else line
-
-
-def keep(src_words, tgt_words, min_len, max_len, ratio, max_word_length):
-    ns, nt = len(src_words), len(tgt_words)
+def keep(src, tgt, min_len=1, max_len=175, ratio=1.5, max_word_length=1000):
+    """Whether a normalised pair passes clean-corpus-n.perl's filters."""
+    if not src or not tgt:
+        return False
+    ns, nt = len(src.split(" ")), len(tgt.split(" "))
     if not (min_len <= ns <= max_len and min_len <= nt <= max_len):
         return False
     if ns / nt > ratio or nt / ns > ratio:
         return False
-    return all(len(w) <= max_word_length for w in src_words + tgt_words)
+    # the Perl script measures runs of non-space, non-'|' characters (words or factors)
+    too_long = re.compile(f"[^{_PERL_SPACE}|]{{{max_word_length + 1}}}")
+    return not (too_long.search(src) or too_long.search(tgt))
 
 
 def clean_corpus(src_in, tgt_in, src_out, tgt_out, min_len=1, max_len=175, ratio=1.5,
@@ -45,12 +47,11 @@ def clean_corpus(src_in, tgt_in, src_out, tgt_out, min_len=1, max_len=175, ratio
             n_in += 1
             if factored is None:  # decided by the first pair only, as in the Perl script
                 factored = "|" in src or "|" in tgt
-            src, tgt = _normalize(src, factored), _normalize(tgt, factored)
-            if not src or not tgt:
+            src, tgt = normalize(src, factored), normalize(tgt, factored)
+            if not keep(src, tgt, min_len, max_len, ratio, max_word_length):
                 continue
-            if not keep(src.split(" "), tgt.split(" "), min_len, max_len, ratio,
-                        max_word_length):
-                continue
+            if factored and (_BLANK_FACTOR.search(src) or _BLANK_FACTOR.search(tgt)):
+                raise ValueError(f"blank factor in line {n_in}: {src!r} / {tgt!r}")
             fs.write(src + "\n")
             ft.write(tgt + "\n")
             n_out += 1

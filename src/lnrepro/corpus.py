@@ -1,0 +1,433 @@
+"""Generate the demo corpora (translation, monolingual, sentence-pair tasks) deterministically.
+
+One small synchronous grammar draws a *meaning* (clauses, noun phrases, adverbials) and
+realises it in German and in English, so a translation is a deterministic function of the
+source. The surface carries what the real preprocessing has to cope with: case, punctuation,
+quotes, apostrophes, hyphens, locale-specific numbers, umlauts/ß, productive compounds,
+V2 / verb-final word order, separable verbs and adjective agreement. A difficulty profile
+(``deen`` small, ``ende`` about twice the vocabulary and longer) selects how much of it is used.
+"""
+import copy
+import os
+import re
+import random
+import zlib
+from collections import namedtuple
+
+# ---------------------------------------------------------------- lexicon (German first)
+# Tables are ordered: the small profile uses only the first half of each.
+PERSONS = """Mann m es man; Frau f - woman; Kind n es child; Arzt m es doctor; Lehrer m s teacher
+Mädchen n s girl; Bäcker m s baker; Koch m s cook; Fahrer m s driver; Künstler m s artist; Freund m es friend
+Großmutter f - grandmother; Vater m s father; Mutter f - mother; Bruder m s brother; Schwester f - sister
+Sänger m s singer; Maler m s painter; Kellnerin f - waitress; Richter m s judge; Ingenieur m s engineer
+Tante f - aunt; Onkel m s uncle; Sohn m es son; Tochter f - daughter; Chef m s boss; Bürgermeister m s mayor
+Professorin f - professor; Nachbarin f - neighbour; Großvater m s grandfather; Tänzerin f - dancer
+Musiker m s musician; Verkäuferin f - saleswoman; Schüler m s pupil"""
+ANIMALS = """Hund m dog; Katze f cat; Pferd n horse; Vogel m bird; Maus f mouse; Kuh f cow; Schaf n sheep; Ente f duck
+Fuchs m fox; Esel m donkey; Ziege f goat; Frosch m frog; Eichhörnchen n squirrel; Igel m hedgehog
+Papagei m parrot; Schildkröte f tortoise; Huhn n chicken; Schwein n pig"""
+# de gender plural en [en-plural]; '+' marks heads for productive compounds
+THINGS = """Auto n Autos car; Fahrrad n Fahrräder bicycle; Schlüssel+ m Schlüssel key; Tasche f Taschen bag
+Tisch+ m Tische table; Stuhl+ m Stühle chair; Lampe+ f Lampen lamp; Uhr+ f Uhren clock; Tür+ f Türen door
+Fenster+ n Fenster window; Bild n Bilder picture; Apfel m Äpfel apple; Kuchen m Kuchen cake
+Flasche f Flaschen bottle; Glas n Gläser glass; Messer n Messer knife knives; Ball m Bälle ball
+Geschenk n Geschenke present; Computer m Computer computer; Koffer m Koffer suitcase; Schuh m Schuhe shoe
+Mantel m Mäntel coat; Hut m Hüte hat; Blume f Blumen flower; Kamera f Kameras camera; Teller m Teller plate
+Tasse+ f Tassen cup; Löffel m Löffel spoon; Hemd n Hemden shirt; Kleid n Kleider dress; Bett+ n Betten bed
+Schrank+ m Schränke cupboard; Spiegel m Spiegel mirror; Kerze f Kerzen candle; Paket n Pakete parcel
+Bleistift m Bleistifte pencil; Foto n Fotos photo; Fahrkarte f Fahrkarten ticket; Teppich+ m Teppiche carpet
+Regenschirm m Regenschirme umbrella; Topf m Töpfe pot; Kissen n Kissen cushion; Gitarre f Gitarren guitar"""
+READABLE = """Buch+ n Bücher book; Brief m Briefe letter; Zeitung+ f Zeitungen newspaper; E-Mail f E-Mails e-mail
+Karte+ f Karten map; Gedicht n Gedichte poem; Roman m Romane novel; Zeitschrift f Zeitschriften magazine
+Rechnung f Rechnungen bill; Bericht m Berichte report; Nachricht f Nachrichten message
+Geschichte f Geschichten story stories; Speisekarte f Speisekarten menu"""
+# de gender en de-preposition en-preposition
+PLACES = """Stadt f city in in; Garten+ m garden in in; Park m park in in; Küche+ f kitchen in in
+Schule f school in at; Bibliothek+ f library in in; Bahnhof m station an at; Markt m market auf at
+Straße f street auf on; Brücke f bridge auf on; Büro+ n office in in; Dorf n village in in
+Museum n museum in in; Hotel n hotel in in; Restaurant n restaurant in in; Kino n cinema in at
+Strand m beach an on; See m lake an at; Berg m mountain auf on; Insel f island auf on; Zimmer+ n room in in
+Krankenhaus n hospital in in; Flughafen m airport an at; Hafen m harbour in in; Schloss n castle in in
+Theater n theatre in at; Supermarkt m supermarket in in; Bäckerei f bakery in at
+Universität f university an at; Wald m forest in in; Rathaus n town_hall in at"""
+MODIFIERS = """Stadt city; Haus house; Schul school; Küchen kitchen; Garten garden; Kinder children's; Hotel hotel
+Wohn living; Berg mountain; Wasser water; Bahnhofs station; Kirchen church; Winter winter; Sommer summer
+Familien family; Holz wooden; Glas glass; Büro office; Morgen morning; Kaffee coffee"""
+IDIOMS = {"Haustür": "front door", "Kindergarten": "kindergarten"}
+# infinitive ('|' = separable) 3sg participle aux frame | en base past participle.
+# frame: object classes T thing R readable P person A animal L place, '-' none, D dative person,
+# a = animal subjects allowed, $ price, ~ distance, > English 'to'-dative.
+VERBS = """lesen liest gelesen h R read read read; schreiben schreibt geschrieben h R write wrote written
+kaufen kauft gekauft h T$ buy bought bought; verkaufen verkauft verkauft h T$ sell sold sold
+finden findet gefunden h TAa find found found; suchen sucht gesucht h TPAa look_for looked_for looked_for
+sehen sieht gesehen h TPAa see saw seen; öffnen öffnet geöffnet h T open opened opened
+reparieren repariert repariert h T repair repaired repaired; an|rufen ruft angerufen h P call called called
+mit|bringen bringt mitgebracht h T bring_along brought_along brought_along
+besuchen besucht besucht h PL visit visited visited; treffen trifft getroffen h P meet met met
+ein|laden lädt eingeladen h P invite invited invited; füttern füttert gefüttert h A feed fed fed
+geben gibt gegeben h DT give gave given; zeigen zeigt gezeigt h DT show showed shown
+vor|lesen liest vorgelesen h DR> read read read; schlafen schläft geschlafen h -a sleep slept slept
+arbeiten arbeitet gearbeitet h - work worked worked; lachen lacht gelacht h - laugh laughed laughed
+warten wartet gewartet h -a wait waited waited; spielen spielt gespielt h -a play played played
+laufen läuft gelaufen s -a~ run ran run; schwimmen schwimmt geschwommen s -a~ swim swam swum
+kochen kocht gekocht h - cook cooked cooked; an|kommen kommt angekommen s -a arrive arrived arrived
+ein|schlafen schläft eingeschlafen s -a fall_asleep fell_asleep fallen_asleep
+singen singt gesungen h -a sing sang sung; vergessen vergisst vergessen h T forget forgot forgotten
+malen malt gemalt h TA paint painted painted; lieben liebt geliebt h PAa love loved loved
+tragen trägt getragen h T carry carried carried; verlieren verliert verloren h T lose lost lost
+brauchen braucht gebraucht h T need needed needed; holen holt geholt h T fetch fetched fetched
+waschen wäscht gewaschen h TA wash washed washed; an|schauen schaut angeschaut h TPAa look_at looked_at looked_at
+bestellen bestellt bestellt h T$ order ordered ordered; drucken druckt gedruckt h R print printed printed
+fotografieren fotografiert fotografiert h TPAL photograph photographed photographed
+ein|packen packt eingepackt h T pack packed packed; beschreiben beschreibt beschrieben h TPL describe described described
+übersetzen übersetzt übersetzt h R translate translated translated; fragen fragt gefragt h P ask asked asked
+unterschreiben unterschreibt unterschrieben h R sign signed signed; begrüßen begrüßt begrüßt h PAa greet greeted greeted
+kennen kennt gekannt h PL know knew known; ab|holen holt abgeholt h PT collect collected collected
+heiraten heiratet geheiratet h P marry married married; unterstützen unterstützt unterstützt h P support supported supported
+loben lobt gelobt h PA praise praised praised; vermissen vermisst vermisst h PAa miss missed missed
+streicheln streichelt gestreichelt h A stroke stroked stroked; verlassen verlässt verlassen h L leave left left
+erreichen erreicht erreicht h L reach reached reached; putzen putzt geputzt h TL clean cleaned cleaned
+schicken schickt geschickt h DT send sent sent; leihen leiht geliehen h DT lend lent lent
+empfehlen empfiehlt empfohlen h DT> recommend recommended recommended; bringen bringt gebracht h DT bring brought brought
+fahren fährt gefahren s -~ drive drove driven; reisen reist gereist s -~ travel travelled travelled
+wandern wandert gewandert s -~ hike hiked hiked; weinen weint geweint h - cry cried cried
+auf|stehen steht aufgestanden s -a get_up got_up got_up; bleiben bleibt geblieben s -a stay stayed stayed
+frühstücken frühstückt gefrühstückt h - have_breakfast had_breakfast had_breakfast
+zurück|kommen kommt zurückgekommen s -a come_back came_back come_back; träumen träumt geträumt h -a dream dreamt dreamt
+lernen lernt gelernt h - learn learned learned; feiern feiert gefeiert h - celebrate celebrated celebrated
+tanzen tanzt getanzt h - dance danced danced; wohnen wohnt gewohnt h -a live lived lived"""
+ADJECTIVES = """groß big; klein small; alt old; neu new; jung young; schön beautiful; rot red; blau blue; grün green
+schwarz black; weiß white; teuer:teur expensive; billig cheap; schnell fast; müde tired; glücklich happy
+traurig sad; freundlich friendly; klug clever; berühmt famous; bekannt well-known; heiß hot; kalt cold
+laut loud; gelb yellow; langsam slow; hell bright; dunkel:dunkl dark; warm warm; lang long; kurz short
+reich rich; arm poor; stark strong; schwach weak; hübsch pretty; hässlich ugly; süß sweet; sauer:saur sour
+nass wet; trocken dry; sauber clean; schmutzig dirty; leer empty; voll full; schwer heavy; leicht light
+wichtig important; seltsam strange; ruhig calm; modern modern; gemütlich cosy; höflich polite
+fleißig hard-working; neugierig curious; ehrlich honest; lustig funny; riesig huge; winzig tiny
+hungrig hungry; durstig thirsty; mutig brave; nervös nervous"""
+# time adverbs: class P past (forces perfect; English simple past), F future, N neutral
+TIMES = """heute today N; morgen tomorrow F; gestern yesterday P; jetzt now N; bald soon F; neulich recently P
+letzte_Woche last_week P; nächste_Woche next_week F; heute_Abend tonight N; letztes_Jahr last_year P
+am_Wochenende at_the_weekend N; übermorgen the_day_after_tomorrow F"""
+FREQS = "oft often; immer always; manchmal sometimes; selten rarely; meistens usually; nie never"
+MANNERS = """langsam slowly; schnell quickly; leise quietly; sorgfältig carefully; geduldig patiently
+fröhlich cheerfully; heimlich secretly; allein alone; laut loudly; ruhig calmly"""
+NAMES = """Anna Tom Lukas Jürgen Sören Maria Jonas Felix Grete Klaus Mia Paul Lena Max Emma Björn
+Käthe Jörg Ute Heinz Fritz Moritz Lotte Günther Hans Lisa Ben Sophie Niklas Greta Jens Ines"""
+SURNAMES = "Müller Schäfer Weiß Krüger Schröder Köhler Meier Fischer Wagner Becker Hoffmann Schulz Vogel Lange Groß Bäcker"
+TITLES = [("Frau", "Frau", "Mrs"), ("Herr", "Herrn", "Mr"), ("Dr.", "Dr.", "Dr.")]  # nominative, oblique, en
+DAYS = list(zip("Montag Dienstag Mittwoch Donnerstag Freitag Samstag Sonntag".split(),
+                "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()))
+MONTHS = list(zip("Januar Februar März April Mai Juni Juli August September Oktober November Dezember".split(),
+                  "January February March April May June July August September October November December".split()))
+SUBORD = "weil because; wenn if; obwohl although; während while; bevor before; nachdem after"
+BELIEF = "glauben glaubt believes; wissen weiß knows; hoffen hofft hopes; denken denkt thinks; hören hört hears; bemerken bemerkt notices"
+SPEECH = "sagt says .; fragt asks ?; ruft shouts !; flüstert whispers .; antwortet answers ."
+GREETINGS = ["Wie geht's?|How are you?", "Das ist toll!|That's great!", "Ich weiß es nicht.|I don't know.",
+             "Gibt's hier Kaffee?|Is there coffee here?", "Geht's dir gut?|Are you okay?", "Wir sind spät dran!|We're late!"]
+
+Noun = namedtuple("Noun", "de g pl en enpl cat gen pde pen head")
+Verb = namedtuple("Verb", "inf pres prefix part aux objs dat anim price dist to en past pp")
+Adj = namedtuple("Adj", "de stem en")
+Word = namedtuple("Word", "de en cls")
+
+
+def _rows(text):
+    return [[f.replace("_", " ") for f in row.split()] for row in re.split(r"[;\n]", text) if row.strip()]
+
+
+def _plural_en(w):
+    if w.endswith(("s", "sh", "ch", "x", "z")):
+        return w + "es"
+    return w[:-1] + "ies" if w.endswith("y") and w[-2] not in "aeiou" else w + "s"
+
+
+def _en3(base):
+    """3rd person singular of a (possibly multi-word) English verb: inflect the first word."""
+    w, _, rest = base.partition(" ")
+    w = {"have": "has", "go": "goes", "do": "does"}.get(w) or (w + "es" if w.endswith("o") else _plural_en(w))
+    return (w + " " + rest).strip()
+
+
+def _noun(row, cat):
+    head = row[0].endswith("+")
+    de = row[0].rstrip("+")
+    if cat == "P":
+        return Noun(de, row[1], None, row[3], None, cat, "" if row[2] == "-" else row[2], "", "", False)
+    if cat == "A":
+        return Noun(de, row[1], None, row[2], None, cat, "", "", "", False)
+    if cat == "L":
+        return Noun(de, row[1], None, row[2], None, cat, "", row[3], row[4], head)
+    return Noun(de, row[1], row[2], row[3], row[4] if len(row) > 4 else _plural_en(row[3]), cat, "", "", "", head)
+
+
+def _verb(r):
+    fr, prefix, inf = r[4], "", r[0]
+    if "|" in inf:
+        prefix, inf = inf.split("|")[0], inf.replace("|", "")
+    return Verb(inf, r[1], prefix, r[2], r[3], "".join(ch for ch in fr if ch in "TRPAL"), "D" in fr,
+                "a" in fr, "$" in fr, "~" in fr, ">" in fr, r[5], r[6], r[7])
+
+
+def _half(xs, frac):
+    return xs[:max(1, round(len(xs) * frac))]
+
+
+class Lexicon:
+    """The lexicon restricted to a fraction of every table (the profile's vocabulary size)."""
+
+    def __init__(self, frac):
+        h = lambda rows: _half(rows, frac)
+        self.nouns = {"P": [_noun(r, "P") for r in h(_rows(PERSONS))], "A": [_noun(r, "A") for r in h(_rows(ANIMALS))],
+                      "T": [_noun(r, "T") for r in h(_rows(THINGS))], "R": [_noun(r, "R") for r in h(_rows(READABLE))],
+                      "L": [_noun(r, "L") for r in h(_rows(PLACES))]}
+        self.heads = {c: [n for n in ns if n.head] for c, ns in self.nouns.items()}
+        self.mods = h(_rows(MODIFIERS))
+        self.verbs = [_verb(r) for r in h(_rows(VERBS))]
+        self.adjs = [Adj(r[0].split(":")[0], r[0].split(":")[-1].rstrip("e") if r[0].endswith("e") else r[0].split(":")[-1], r[1])
+                     for r in h(_rows(ADJECTIVES))]
+        self.times = [Word(*r) for r in h(_rows(TIMES))]
+        self.freqs = [Word(r[0], r[1], "") for r in h(_rows(FREQS))]
+        self.manners = [Word(r[0], r[1], "") for r in h(_rows(MANNERS))]
+        self.names, self.surnames = h(NAMES.split()), h(SURNAMES.split())
+        self.subord = [Word(r[0], r[1], "") for r in h(_rows(SUBORD))]
+        self.belief = h(_rows(BELIEF))
+        self.speech = h(_rows(SPEECH))
+        self.greetings = h(GREETINGS)
+        self._compounds = {}
+
+    def compound(self, mod, head):
+        key = (mod[0], head.de)
+        if key not in self._compounds:
+            de = mod[0] + head.de.lower()
+            en = IDIOMS.get(de, mod[1] + " " + head.en)
+            pl = None if head.pl is None else mod[0] + head.pl.lower()
+            self._compounds[key] = head._replace(de=de, pl=pl, en=en, enpl=en.rsplit(" ", 1)[0] + " " + (head.enpl or ""))
+        return self._compounds[key]
+
+
+# deen: IWSLT-like (small, shorter); ende: WMT-like (2x vocabulary, longer, more constructions)
+PROFILES = {
+    "deen": dict(frac=0.5, p_name=0.3, p_adj=0.2, max_adj=1, p_age=0.04, p_poss=0.08, p_rel=0.0, p_num=0.1,
+                 p_compound=0.15, p_copula=0.08, p_time=0.35, p_front=0.4, p_freq=0.08, p_manner=0.08, p_place=0.3,
+                 p_comp=0.04, p_measure=0.4, p_neg=0.12, p_question=0.1, p_excl=0.03, p_indef=0.4,
+                 tenses={"pres": 0.55, "perf": 0.45}, p_sub_first=0.0, quotes=('"', '"'),
+                 kinds={"simple": 0.64, "sub": 0.17, "dass": 0.05, "coord": 0.06, "speech": 0.06, "greet": 0.02}),
+    "ende": dict(frac=1.0, p_name=0.25, p_adj=0.4, max_adj=2, p_age=0.06, p_poss=0.15, p_rel=0.15, p_num=0.12,
+                 p_compound=0.25, p_copula=0.06, p_time=0.5, p_front=0.4, p_freq=0.12, p_manner=0.15, p_place=0.45,
+                 p_comp=0.1, p_measure=0.5, p_neg=0.12, p_question=0.08, p_excl=0.02, p_indef=0.4,
+                 tenses={"pres": 0.4, "perf": 0.35, "fut": 0.1, "can": 0.05, "must": 0.05, "should": 0.05},
+                 p_sub_first=0.3, quotes=("\u201c", "\u201d"),
+                 kinds={"simple": 0.3, "sub": 0.32, "dass": 0.1, "coord": 0.18, "speech": 0.08, "greet": 0.02}),
+}
+_LEX = {}
+
+
+def _lexicon(frac):
+    if frac not in _LEX:
+        _LEX[frac] = Lexicon(frac)
+    return _LEX[frac]
+
+
+# ---------------------------------------------------------------- German morphology
+CASE = {"nom": 0, "acc": 1, "dat": 2, "gen": 3}
+DEF = {"m": "der den dem des".split(), "f": "die die der der".split(), "n": "das das dem des".split()}
+INDEF = {"m": "ein einen einem eines".split(), "f": "eine eine einer einer".split(), "n": "ein ein einem eines".split()}
+WEAK = {"m": "e en en en".split(), "f": "e e en en".split(), "n": "e e en en".split()}      # after der/die/das
+MIXED = {"m": "er en en en".split(), "f": "e e en en".split(), "n": "es es en en".split()}  # after ein/kein
+STRONG = {"m": "er en em en".split(), "f": "e e er er".split(), "n": "es es em en".split()}  # after 'Annas'
+PLURAL = "e e en er".split()
+CONTRACT = {("in", "dem"): "im", ("an", "dem"): "am", ("zu", "dem"): "zum", ("zu", "der"): "zur"}
+NUMWORDS = {2: ("zwei", "two"), 3: ("drei", "three"), 4: ("vier", "four"), 5: ("fünf", "five"), 6: ("sechs", "six")}
+MODAL = {"fut": ("wird", "will"), "can": ("kann", "can"), "must": ("muss", "must"), "should": ("soll", "should")}
+NEG_EN = {"is": ("is not", "isn't"), "was": ("was not", "wasn't"), "has": ("has not", "hasn't"),
+          "does": ("does not", "doesn't"), "did": ("did not", "didn't"), "will": ("will not", "won't"),
+          "can": ("cannot", "can't"), "must": ("must not", "mustn't"), "should": ("should not", "shouldn't")}
+
+
+def _num(x, dec, lang):
+    """Number with English separators (1,250.50) or German ones (1.250,50)."""
+    s = f"{x:,.{dec}f}"
+    return s.translate(str.maketrans(",.", ".,")) if lang == "de" else s
+
+
+def _a_an(word):
+    w = word.lower()
+    if w[0].isdigit():
+        return "an" if w[0] == "8" or re.match(r"1[18]\D", w) else "a"
+    vowel = w[0] in "aeiou" and not w.startswith(("uni", "use", "eu", "one"))
+    return "an" if vowel or w.startswith(("hour", "honest")) else "a"
+
+
+def _genitive_name(name):
+    return name + ("'" if name.endswith(("s", "ß", "x", "z")) else "s")
+
+
+def de_np(np, case, kein=False):
+    k = CASE[case]
+    if np.get("name"):
+        first, title, last = np["name"]
+        if not title:
+            return _genitive_name(first) if k == 3 else first
+        t = title[0] if k == 0 else title[1]
+        return f"{t} {_genitive_name(last) if k == 3 else last}"
+    n, adjs = np["n"], np["adjs"]
+    if np["det"] == "num":
+        noun = n.pl + ("n" if k == 2 and not n.pl.endswith(("n", "s")) else "")
+        return " ".join([_count(np["count"], "de")] + [a.stem + PLURAL[k] for a in adjs] + [noun])
+    poss = np.get("poss")
+    if poss and poss.get("name"):
+        words, table = [de_np(poss, "gen")], STRONG
+    elif np["det"] == "def":
+        words, table = [DEF[n.g][k]], WEAK
+    else:
+        words, table = [("k" if kein else "") + INDEF[n.g][k]], MIXED
+    words += [a.stem + table[n.g][k] for a in adjs] + [n.de + (n.gen if k == 3 else "")]
+    if poss and not poss.get("name"):
+        words.append(de_np(poss, "gen"))
+    if np.get("rel"):  # relative clause: pronoun agrees in gender, verb last, commas around
+        words += [",", DEF[n.g][0], de_clause(np["rel"], "rel"), ","]
+    return " ".join(words)
+
+
+def en_np(np):
+    if np.get("name"):
+        first, title, last = np["name"]
+        return f"{title[2]} {last}" if title else first
+    n, adjs = np["n"], [a.en for a in np["adjs"]]
+    if np["det"] == "num":
+        return " ".join([_count(np["count"], "en")] + adjs + [n.enpl])
+    head = " ".join(adjs + [n.en])
+    poss = np.get("poss")
+    if poss:
+        words = [en_np(poss) + "'s", head]
+    else:
+        words = ["the" if np["det"] == "def" else _a_an(head), head]
+    if np.get("rel"):
+        words += ["who" if n.cat == "P" else "that", en_clause(np["rel"], rel=True)]
+    return " ".join(words)
+
+
+def _count(x, lang):
+    if x in NUMWORDS:
+        return NUMWORDS[x][lang == "en"]
+    return _num(x, 0, lang)
+
+
+def _pp_de(np):
+    prep, art = np["n"].pde, de_np(np, "dat")
+    first, _, rest = art.partition(" ")
+    return f"{CONTRACT[(prep, first)]} {rest}" if (prep, first) in CONTRACT else f"{prep} {art}"
+
+
+def de_verb(c):
+    """(finite verb, clause-final verb parts) for the clause's tense."""
+    v, t = c["verb"], c["tense"]
+    if v is None:  # copula
+        return ("ist", []) if t == "pres" else ("ist", ["gewesen"]) if t == "perf" else (MODAL[t][0], ["sein"])
+    if t == "pres":
+        return v.pres, [v.prefix] if v.prefix else []
+    if t == "perf":
+        return ("ist" if v.aux == "s" else "hat"), [v.part]
+    return MODAL[t][0], [v.inf]
+
+
+def de_middle(c, subj=True):
+    """German middle field: subject, time, frequency, objects, negation, PPs, manner, predicate."""
+    m = [de_np(c["subj"], "nom")] if subj else []
+    if c["time"] and not c["front"]:
+        m.append(c["time"].de)
+    if c["freq"]:
+        m.append(c["freq"].de)
+    if c["dat"]:
+        m.append(de_np(c["dat"], "dat"))
+    neg = c["neg"]
+    if c["obj"]:
+        kein = neg and c["obj"]["det"] == "indef" and not c["obj"].get("name")  # 'kein Buch', not 'nicht ein Buch'
+        m.append(de_np(c["obj"], "acc", kein=kein))
+        neg = neg and not kein
+    if c["measure"]:
+        m.append(c["measure"][0])
+    if neg:
+        m.append("nicht")
+    if c["comp"]:
+        m.append("mit " + de_np(c["comp"], "dat"))
+    if c["place"]:
+        m.append(_pp_de(c["place"]))
+    if c["manner"]:
+        m.append(c["manner"].de)
+    if c["pred"]:
+        m.append(c["pred"].de)
+    return m
+
+
+def de_clause(c, order="v2"):
+    """order: v2 (statement), v1 (question / after a fronted clause), sub (verb-final), rel."""
+    fin, final = de_verb(c)
+    if order in ("sub", "rel"):
+        mid = de_middle(c, subj=order == "sub")
+        v = c["verb"]
+        vc = [v.prefix + fin] if c["tense"] == "pres" and v and v.prefix else final + [fin]
+        return " ".join(mid + vc)
+    mid = de_middle(c)
+    if order == "v1":
+        front = []
+    elif c["front"] and c["time"]:
+        front = [c["time"].de]
+    else:
+        front = [mid.pop(0)]
+    return " ".join(front + [fin] + mid + final)
+
+
+def en_vgroup(c, need_aux=False, contract=False, passive=False):
+    """(auxiliary or None, main verb words); German perfect + past adverb -> English simple past."""
+    v, t, neg = c["verb"], c["tense"], c["neg"]
+    past = t == "perf" and c["time"] is not None and c["time"].cls == "P"
+    need_aux = need_aux or neg
+    if v is None or passive:
+        part = [v.pp] if passive else []
+        aux, main = ("is", part) if t == "pres" else ("was", part) if past else \
+            ("has", ["been"] + part) if t == "perf" else (MODAL[t][1], ["be"] + part)
+    elif t == "pres":
+        aux, main = ("does", [v.en]) if need_aux else (None, [_en3(v.en)])
+    elif past:
+        aux, main = ("did", [v.en]) if need_aux else (None, [v.past])
+    elif t == "perf":
+        aux, main = "has", [v.pp]
+    else:
+        aux, main = MODAL[t][1], [v.en]
+    if neg:
+        aux = NEG_EN[aux][contract]
+    return aux, main
+
+
+def en_clause(c, question=False, contract=False, passive=False, rel=False):
+    aux, main = en_vgroup(c, question, contract, passive)
+    first, second = (c["obj"], c["subj"]) if passive else (c["subj"], c["obj"])
+    w = []
+    if c["front"] and c["time"] and not question:
+        w.append(c["time"].en + ("," if " " in c["time"].en else ""))
+    subj = [] if rel else [en_np(first)]
+    freq = [c["freq"].en] if c["freq"] else []
+    w += ([aux] + subj if question else subj + ([aux] if aux else [])) + freq + main
+    if c["pred"]:
+        w.append(c["pred"].en)
+    if c["dat"] and not c["verb"].to:
+        w.append(en_np(c["dat"]))
+    if second and not passive:
+        w.append(en_np(second))
+    if c["dat"] and c["verb"].to:
+        w += ["to", en_np(c["dat"])]
+    if passive:
+        w += ["by", en_np(second)]
+    if c["measure"]:
+        w.append(c["measure"][1])
+    if c["comp"]:
+        w += ["with", en_np(c["comp"])]
+    if c["place"]:
+        w += [c["place"]["n"].pen, en_np(c["place"])]
+    if c["manner"]:
+        w.append(c["manner"].en)
+    if c["time"] and not c["front"]:
+        w.append(c["time"].en)
+    return " ".join(w)
