@@ -431,3 +431,198 @@ def en_clause(c, question=False, contract=False, passive=False, rel=False):
     if c["time"] and not c["front"]:
         w.append(c["time"].en)
     return " ".join(w)
+
+
+def _cap(s):
+    return s[:1].upper() + s[1:]
+
+
+def _join(words):
+    """Join words; relative-clause commas attach left and a clause never ends in one."""
+    return " ".join(words).replace(" ,", ",").rstrip(",")
+
+
+# ---------------------------------------------------------------- meaning generator
+class Grammar:
+    """Draws sentence meanings (nested dicts) from a profile; realisers turn them into text."""
+
+    def __init__(self, profile, rng, focus=None):
+        self.p, self.r, self.focus = PROFILES[profile], rng, focus
+        self.lex = _lexicon(self.p["frac"])
+        self.kinds, self.kind_w = zip(*self.p["kinds"].items())
+        self.tenses, self.tense_w = zip(*self.p["tenses"].items())
+
+    def name(self):
+        r = self.r
+        if r.random() < 0.3:
+            return (None, r.choice(TITLES), r.choice(self.lex.surnames))
+        return (r.choice(self.lex.names), None, None)
+
+    def noun(self, cat):
+        r, lex = self.r, self.lex
+        if lex.heads.get(cat) and r.random() < self.p["p_compound"]:
+            mod, head = r.choice(lex.mods), r.choice(lex.heads[cat])
+            if mod[1] != head.en:
+                return lex.compound(mod, head)
+        return r.choice(lex.nouns[cat])
+
+    def np(self, cats, rel=False, count=False):
+        r, p = self.r, self.p
+        cat = r.choice(cats)
+        if cat == "P" and r.random() < p["p_name"]:
+            return {"name": self.focus if self.focus and r.random() < 0.5 else self.name()}
+        np = {"n": self.noun(cat), "det": "indef" if r.random() < p["p_indef"] else "def", "adjs": []}
+        if count and cat in "TR" and r.random() < p["p_num"]:
+            np["det"], np["count"] = "num", r.choice([r.randint(2, 6), r.randint(7, 40), r.randint(11, 99) * 100])
+        if r.random() < p["p_adj"]:
+            np["adjs"] = r.sample(self.lex.adjs, r.randint(1, p["max_adj"]))
+        elif cat == "P" and r.random() < p["p_age"]:
+            age = r.randint(3, 95)
+            np["adjs"] = [Adj(f"{age}-jährig", f"{age}-jährig", f"{age}-year-old")]
+        if cat in "TR" and np["det"] != "num" and r.random() < p["p_poss"]:
+            np["det"], np["poss"] = "def", {"name": self.name()} if r.random() < 0.5 else \
+                {"n": r.choice(self.lex.nouns["P"]), "det": "def", "adjs": []}
+        if rel and cat in "PA" and r.random() < p["p_rel"]:
+            np["rel"] = self.clause(rel=True)
+        return np
+
+    def time(self):
+        r, k = self.r, self.r.random()
+        if k < 0.55:
+            return r.choice(self.lex.times)
+        if k < 0.68:
+            de, en = r.choice(DAYS)
+            return Word("am " + de, "on " + en, "N")
+        if k < 0.8:
+            if r.random() < 0.5:
+                h = r.randint(1, 12)
+                return Word(f"um {h} Uhr", f"at {h} o'clock", "N")
+            hm = f"{r.randint(0, 23)}:{r.choice([10, 15, 20, 30, 45, 50]):02d}"
+            return Word(f"um {hm} Uhr", "at " + hm, "N")
+        if k < 0.9:
+            y = r.randint(1950, 2019)
+            return Word(f"im Jahr {y}", f"in {y}", "P")
+        d, (mde, men) = r.randint(1, 28), r.choice(MONTHS)
+        return Word(f"am {d}. {mde}", f"on {d} {men}", "N")
+
+    def measure(self, v):
+        """Price or distance phrase (German, English): the locale-specific number formats."""
+        r = self.r
+        if v.price:
+            x, dec = r.choice([(r.randint(2, 99), 0), (r.randint(100, 9999), 0), (r.randint(1, 40) + r.choice([0.5, 0.99, 0.25]), 2)])
+            return f"für {_num(x, dec, 'de')} Euro", f"for {_num(x, dec, 'en')} euros"
+        x, dec = r.choice([(r.randint(2, 50), 0), (r.randint(5, 425) / 10, 1)])
+        return f"{_num(x, dec, 'de')} Kilometer", f"{_num(x, dec, 'en')} kilometres"
+
+    def clause(self, rel=False, sub=False):
+        r, p, lex = self.r, self.p, self.lex
+        c = dict(verb=None, subj=None, dat=None, obj=None, place=None, time=None, freq=None, manner=None,
+                 measure=None, comp=None, pred=None, neg=False, front=False, tense="pres")
+        if not rel and r.random() < p["p_copula"]:
+            c["subj"], c["pred"] = self.np("PAT"), r.choice(lex.adjs)
+        else:
+            v = c["verb"] = r.choice(lex.verbs)
+            if not rel:
+                c["subj"] = self.np("PA" if v.anim else "P", rel=not sub)
+            c["dat"] = self.np("P") if v.dat else None
+            c["obj"] = self.np(v.objs, count=not rel) if v.objs else None
+            if (v.price or v.dist) and not rel and r.random() < p["p_measure"]:
+                c["measure"] = self.measure(v)
+            if not v.objs and r.random() < p["p_comp"]:
+                c["comp"] = self.np("PA")
+            if r.random() < p["p_manner"] and not rel:
+                c["manner"] = r.choice(lex.manners)
+        if r.random() < (0.5 if rel and not c["obj"] else 0 if rel else p["p_place"]):
+            c["place"] = self.np("L")
+        if rel:
+            return c
+        c["tense"] = r.choices(self.tenses, self.tense_w)[0]
+        if r.random() < p["p_time"]:
+            t = c["time"] = self.time()
+            if t.cls == "P":
+                c["tense"] = "perf"
+            elif t.cls == "F" and c["tense"] == "perf":
+                c["tense"] = "pres"
+        if c["tense"] != "perf" and r.random() < p["p_freq"]:
+            c["freq"] = r.choice(lex.freqs)
+        num_obj = c["obj"] is not None and c["obj"].get("det") == "num"
+        c["neg"] = r.random() < p["p_neg"] and not num_obj and not (c["freq"] and c["freq"].de == "nie")
+        return c
+
+    def sentence(self, statements_only=False, kind=None):
+        r, p, lex = self.r, self.p, self.lex
+        kind = kind or r.choices(self.kinds, self.kind_w)[0]
+        if statements_only and kind in ("speech", "greet"):
+            kind = "simple"
+        s = {"kind": kind, "end": ".", "main": self.clause() if kind != "greet" else None}
+        if kind == "simple" and not statements_only:
+            x = r.random()
+            s["end"] = "?" if x < p["p_question"] else "!" if x < p["p_question"] + p["p_excl"] else "."
+        elif kind == "sub":
+            s["conj"], s["sub"] = r.choice(lex.subord), self.clause(sub=True)
+            s["sub_first"] = r.random() < p["p_sub_first"]
+            if s["conj"].de == "nachdem":
+                s["sub"]["tense"] = "perf"
+        elif kind == "dass":
+            s["who"], s["belief"] = self.np("P"), r.choice(lex.belief)
+        elif kind == "coord":
+            s["conj"], s["second"] = r.choice(["und", "aber", ";"]), self.clause()
+        elif kind in ("speech", "greet"):
+            s["who"], s["colon"] = self.np("P"), r.random() < 0.5
+            if kind == "greet":
+                s["greet"] = r.choice(lex.greetings).split("|")
+                s["end"] = s["greet"][0][-1]
+                s["verb"] = next((v for v in lex.speech if v[2] == s["end"]), lex.speech[0])
+            else:
+                s["verb"] = r.choice(lex.speech)
+                s["end"] = s["verb"][2]
+        m = s["main"]
+        if m and s["end"] == "?":
+            m["neg"] = False  # keeps English questions simple (no 'does not X ...?')
+        if m and m["time"] and s["end"] != "?" and not s.get("sub_first") and kind != "dass":
+            m["front"] = r.random() < p["p_front"]
+        return s
+
+
+# ---------------------------------------------------------------- sentence realisers
+def de_sentence(s):
+    k, m = s["kind"], s["main"]
+    if k == "sub":
+        sub = s["conj"].de + " " + de_clause(s["sub"], "sub")
+        if s["sub_first"]:  # a fronted clause fills the first position: verb comes next
+            return _join([_cap(sub), ",", de_clause(m, "v1")]) + "."
+        return _join([_cap(de_clause(m)), ",", sub]) + "."
+    if k == "dass":
+        return _join([_cap(de_np(s["who"], "nom")), s["belief"][1], ", dass", de_clause(m, "sub")]) + "."
+    if k == "coord":
+        sep = {"und": "und", "aber": ", aber", ";": ";"}[s["conj"]]
+        return _join([_cap(de_clause(m)), sep, de_clause(s["second"])]).replace(" ;", ";") + "."
+    text = _cap(_join([de_clause(m, "v1" if s["end"] == "?" else "v2")])) + s["end"] if m else s["greet"][0]
+    if k == "simple":
+        return text
+    who = de_np(s["who"], "nom")
+    if s["colon"]:
+        return f"{_cap(who)} {s['verb'][0]}: „{text}“"
+    return f"„{text.rstrip('.')}“, {s['verb'][0]} {who}."
+
+
+def en_sentence(s, quotes=('"', '"'), passive=False):
+    k, m = s["kind"], s["main"]
+    if k == "sub":
+        sub = s["conj"].en + " " + en_clause(s["sub"])
+        if s["sub_first"]:
+            return f"{_cap(sub)}, {en_clause(m, passive=passive)}."
+        return f"{_cap(en_clause(m, passive=passive))} {sub}."
+    if k == "dass":
+        return f"{_cap(en_np(s['who']))} {s['belief'][2]} that {en_clause(m)}."
+    if k == "coord":
+        sep = {"und": " and ", "aber": ", but ", ";": "; "}[s["conj"]]
+        return _cap(en_clause(m, passive=passive)) + sep + en_clause(s["second"]) + "."
+    speech = k != "simple"  # direct speech is informal: English contracts there
+    text = _cap(en_clause(m, s["end"] == "?", speech, passive)) + s["end"] if m else s["greet"][1]
+    if k == "simple":
+        return text
+    (o, c), who = quotes, en_np(s["who"])
+    if s["colon"]:
+        return f"{_cap(who)} {s['verb'][1]}: {o}{text}{c}"
+    return f"{o}{text[:-1] + ',' if text.endswith('.') else text}{c} {s['verb'][1]} {who}."

@@ -1,6 +1,12 @@
 # Helpers shared by the rules: config resolution, cross-reference checks, paths, params.
 import json
+import os
 import shlex
+import sys
+
+# Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
+# even when the environment was not activated.
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropout", "attn_dropout",
               "act_dropout", "share_all_embeddings")
