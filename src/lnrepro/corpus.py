@@ -105,7 +105,7 @@ nass wet; trocken dry; sauber clean; schmutzig dirty; leer empty; voll full; sch
 wichtig important; seltsam strange; ruhig calm; modern modern; gemütlich cosy; höflich polite
 fleißig hard-working; neugierig curious; ehrlich honest; lustig funny; riesig huge; winzig tiny
 hungrig hungry; durstig thirsty; mutig brave; nervös nervous"""
-# time adverbs: class P past (forces perfect; English simple past), F future, N neutral
+# time adverbs: class P past (forces perfect; English simple past), F future, N neutral (D: dates, clock times)
 TIMES = """heute today N; morgen tomorrow F; gestern yesterday P; jetzt now N; bald soon F; neulich recently P
 letzte_Woche last_week P; nächste_Woche next_week F; heute_Abend tonight N; letztes_Jahr last_year P
 am_Wochenende at_the_weekend N; übermorgen the_day_after_tomorrow F"""
@@ -208,12 +208,12 @@ class Lexicon:
 
 # deen: IWSLT-like (small, shorter); ende: WMT-like (2x vocabulary, longer, more constructions)
 PROFILES = {
-    "deen": dict(frac=0.5, p_name=0.3, p_adj=0.2, max_adj=1, p_age=0.04, p_poss=0.08, p_rel=0.0, p_num=0.1,
-                 p_compound=0.15, p_copula=0.08, p_time=0.35, p_front=0.4, p_freq=0.08, p_manner=0.08, p_place=0.3,
+    "deen": dict(frac=0.5, p_name=0.3, p_adj=0.25, max_adj=1, p_age=0.04, p_poss=0.08, p_rel=0.0, p_num=0.1,
+                 p_compound=0.15, p_copula=0.08, p_time=0.4, p_front=0.4, p_freq=0.08, p_manner=0.08, p_place=0.35,
                  p_comp=0.04, p_measure=0.4, p_neg=0.12, p_question=0.1, p_excl=0.03, p_indef=0.4,
                  tenses={"pres": 0.55, "perf": 0.45}, p_sub_first=0.0, quotes=('"', '"'),
-                 kinds={"simple": 0.64, "sub": 0.17, "dass": 0.05, "coord": 0.06, "speech": 0.06, "greet": 0.02}),
-    "ende": dict(frac=1.0, p_name=0.25, p_adj=0.4, max_adj=2, p_age=0.06, p_poss=0.15, p_rel=0.15, p_num=0.12,
+                 kinds={"simple": 0.6, "sub": 0.21, "dass": 0.05, "coord": 0.06, "speech": 0.06, "greet": 0.02}),
+    "ende": dict(frac=1.0, p_name=0.25, p_adj=0.45, max_adj=2, p_age=0.06, p_poss=0.15, p_rel=0.15, p_num=0.12,
                  p_compound=0.25, p_copula=0.06, p_time=0.5, p_front=0.4, p_freq=0.12, p_manner=0.15, p_place=0.45,
                  p_comp=0.1, p_measure=0.5, p_neg=0.12, p_question=0.08, p_excl=0.02, p_indef=0.4,
                  tenses={"pres": 0.4, "perf": 0.35, "fut": 0.1, "can": 0.05, "must": 0.05, "should": 0.05},
@@ -343,7 +343,7 @@ def de_middle(c, subj=True):
         m.append(de_np(c["dat"], "dat"))
     neg = c["neg"]
     if c["obj"]:
-        kein = neg and c["obj"]["det"] == "indef" and not c["obj"].get("name")  # 'kein Buch', not 'nicht ein Buch'
+        kein = neg and c["obj"].get("det") == "indef"  # 'kein Buch', not 'nicht ein Buch'
         m.append(de_np(c["obj"], "acc", kein=kein))
         neg = neg and not kein
     if c["measure"]:
@@ -382,7 +382,7 @@ def de_clause(c, order="v2"):
 def en_vgroup(c, need_aux=False, contract=False, passive=False):
     """(auxiliary or None, main verb words); German perfect + past adverb -> English simple past."""
     v, t, neg = c["verb"], c["tense"], c["neg"]
-    past = t == "perf" and c["time"] is not None and c["time"].cls == "P"
+    past = t == "perf" and c["time"] is not None and c["time"].cls in "PD"  # 'D': a dated point in time
     need_aux = need_aux or neg
     if v is None or passive:
         part = [v.pp] if passive else []
@@ -492,18 +492,18 @@ class Grammar:
             return r.choice(self.lex.times)
         if k < 0.68:
             de, en = r.choice(DAYS)
-            return Word("am " + de, "on " + en, "N")
+            return Word("am " + de, "on " + en, "D")
         if k < 0.8:
             if r.random() < 0.5:
                 h = r.randint(1, 12)
-                return Word(f"um {h} Uhr", f"at {h} o'clock", "N")
+                return Word(f"um {h} Uhr", f"at {h} o'clock", "D")
             hm = f"{r.randint(0, 23)}:{r.choice([10, 15, 20, 30, 45, 50]):02d}"
-            return Word(f"um {hm} Uhr", "at " + hm, "N")
+            return Word(f"um {hm} Uhr", "at " + hm, "D")
         if k < 0.9:
             y = r.randint(1950, 2019)
             return Word(f"im Jahr {y}", f"in {y}", "P")
         d, (mde, men) = r.randint(1, 28), r.choice(MONTHS)
-        return Word(f"am {d}. {mde}", f"on {d} {men}", "N")
+        return Word(f"am {d}. {mde}", f"on {d} {men}", "D")
 
     def measure(self, v):
         """Price or distance phrase (German, English): the locale-specific number formats."""
@@ -512,6 +512,7 @@ class Grammar:
             x, dec = r.choice([(r.randint(2, 99), 0), (r.randint(100, 9999), 0), (r.randint(1, 40) + r.choice([0.5, 0.99, 0.25]), 2)])
             return f"für {_num(x, dec, 'de')} Euro", f"for {_num(x, dec, 'en')} euros"
         x, dec = r.choice([(r.randint(2, 50), 0), (r.randint(5, 425) / 10, 1)])
+        dec = dec if x != int(x) else 0
         return f"{_num(x, dec, 'de')} Kilometer", f"{_num(x, dec, 'en')} kilometres"
 
     def clause(self, rel=False, sub=False):
@@ -563,6 +564,8 @@ class Grammar:
             s["sub_first"] = r.random() < p["p_sub_first"]
             if s["conj"].de == "nachdem":
                 s["sub"]["tense"] = "perf"
+            elif s["sub"]["tense"] == "fut":  # no 'if he will ...' in English
+                s["sub"]["tense"] = "pres"
         elif kind == "dass":
             s["who"], s["belief"] = self.np("P"), r.choice(lex.belief)
         elif kind == "coord":
@@ -626,3 +629,265 @@ def en_sentence(s, quotes=('"', '"'), passive=False):
     if s["colon"]:
         return f"{_cap(who)} {s['verb'][1]}: {o}{text}{c}"
     return f"{o}{text[:-1] + ',' if text.endswith('.') else text}{c} {s['verb'][1]} {who}."
+
+
+# ---------------------------------------------------------------- translation corpora
+NOISE_RATE = 0.01
+TEST_BUCKETS = 8  # an English sentence whose crc32 % 8 == 0 may only occur in test: no train/test overlap
+_APPROX_TOK = re.compile(r"\d+(?:[.,:]\d+)*|[\w-]+|'\w*|[^\w\s]")  # close to Moses token counts
+
+
+def _ntok(s):
+    return len(_APPROX_TOK.findall(s))
+
+
+def _pair(g):
+    """One clean (german, english) pair, well inside the cleaning limits (length, ratio)."""
+    while True:
+        s = g.sentence()
+        de, en = de_sentence(s), en_sentence(s, g.p["quotes"])
+        a, b = _ntok(de), _ntok(en)
+        if 5 <= min(a, b) and max(a, b) <= 80 and max(a, b) <= 1.35 * min(a, b):
+            return de, en
+
+
+def _noisy_pair(g):
+    """A pair that Moses-style cleaning must drop: over-long, or with an extreme length ratio."""
+    r = g.r
+    kind = r.random()
+    if kind < 0.4:  # several sentences glued into one line, > 175 tokens on both sides
+        de, en = [], []
+        while min(len(" ".join(de).split()), len(" ".join(en).split())) <= 185:
+            d, e = _pair(g)
+            de.append(d)
+            en.append(e)
+        return " ".join(de), " ".join(en)
+    de, en = _pair(g)
+    while min(len(de.split()), len(en.split())) < 10:
+        de, en = _pair(g)
+    sides = [de, en]
+    side = r.randrange(2)
+    if kind < 0.8:  # one side truncated to at most a quarter of its words
+        words = sides[side].split()
+        sides[side] = " ".join(words[:max(1, len(words) // 4)])
+    else:  # a stage direction aligned with a full sentence
+        sides[side] = r.choice([("(Applaus)", "(Lachen)", "..."), ("(Applause)", "(Laughter)", "...")][side])
+    return tuple(sides)
+
+
+def generate_translation(task, n, seed, split="train", with_noise_flags=False):
+    """n (german, english) pairs for task 'deen' or 'ende'; ~1% noisy pairs in split 'train' only.
+
+    With with_noise_flags, items are (german, english, is_noise)."""
+    if task not in ("deen", "ende"):
+        raise ValueError(f"not a translation task: {task}")
+    r = random.Random(f"{task}/{split}/{seed}")
+    g, out = Grammar(task, r), []
+    while len(out) < n:
+        if split == "train" and r.random() < NOISE_RATE:
+            out.append((*_noisy_pair(g), True))
+            continue
+        de, en = _pair(g)
+        if (zlib.crc32(en.encode()) % TEST_BUCKETS == 0) == (split == "test"):
+            out.append((de, en, False))
+    return out if with_noise_flags else [(de, en) for de, en, _ in out]
+
+
+def generate_documents(n, seed, split="train"):
+    """n English documents (lists of 3-12 sentences), each about one recurring person."""
+    r = random.Random(f"mono/{split}/{seed}")
+    g, docs = Grammar("ende", r), []
+    for _ in range(n):
+        g.focus = g.name()
+        docs.append([en_sentence(g.sentence(), g.p["quotes"]) for _ in range(r.randint(3, 12))])
+    return docs
+
+
+# ---------------------------------------------------------------- sentence-pair tasks (GLUE formats)
+SYNONYMS = dict(p.split(":") for p in """big:large buys:purchases bought:purchased present:gift happy:glad
+quickly:rapidly often:frequently sometimes:occasionally picture:image tired:exhausted clever:smart small:little
+calls:phones called:phoned city:town rich:wealthy famous:renowned strange:odd huge:enormous usually:normally
+recently:lately sad:unhappy beautiful:lovely expensive:costly calmly:peacefully story:tale""".split())
+HYPERNYMS = {"P": "person", "A": "animal", "T": "thing", "R": "text", "L": "place"}
+FACTIVE = {"knows", "notices"}  # 'X knows that S' entails S; 'X believes that S' does not
+
+
+def _synonyms(text, r):
+    found = [w for w in SYNONYMS if re.search(rf"\b{w}\b", text)]
+    for w in r.sample(found, min(len(found), r.randint(1, 2))):
+        text = re.sub(rf"\b{w}\b", SYNONYMS[w], text)
+    return re.sub(r"\b([Aa])n? ([\w-]+)", lambda m: (m[1] + _a_an(m[2])[1:]) + " " + m[2], text)  # a odd -> an odd
+
+
+def _simple(c):
+    return {"kind": "simple", "main": c, "end": "."}
+
+
+def _change_number(g, m):
+    """Change a count, price/distance or clock time; False when the clause has none."""
+    if m["obj"] and m["obj"].get("det") == "num":
+        m["obj"]["count"] += g.r.randint(1, 9)
+    elif m["measure"]:
+        old = m["measure"]
+        while m["measure"] == old:
+            m["measure"] = g.measure(m["verb"])
+    elif m["time"] and re.search(r"\d", m["time"].en):
+        old = m["time"]
+        while m["time"].en == old.en or not re.search(r"\d", m["time"].en):
+            m["time"] = g.time()
+        m["time"] = m["time"]._replace(cls=old.cls)
+    else:
+        return False
+    return True
+
+
+def _mrpc_item(g, positive):
+    r = g.r
+    while True:
+        s = g.sentence(statements_only=True, kind=r.choice(["simple", "simple", "sub", "coord"]))
+        t, passive, syn = copy.deepcopy(s), False, False
+        m, v = t["main"], t["main"]["verb"]
+        surface = ["syn"] + (["move"] if m["time"] and not s.get("sub_first") else []) + \
+            (["swap"] if s["kind"] == "sub" else []) + \
+            (["passive"] if v and m["obj"] and not v.dat and not m["measure"] and not m["neg"] else [])
+        ops = r.sample(surface, min(len(surface), r.randint(1, 2))) if positive or r.random() < 0.3 else []
+        if not positive:  # one change of meaning, surface kept similar
+            op = r.choice(["entity", "number", "verb", "neg"])
+            if op == "entity":
+                m["subj"] = g.np("P")
+            elif op == "number" and not _change_number(g, m):
+                continue
+            elif op == "verb":
+                if v is None:
+                    m["pred"] = r.choice(g.lex.adjs)
+                else:
+                    m["verb"] = r.choice([w for w in g.lex.verbs if (w.objs, w.dat) == (v.objs, v.dat)])
+            elif op == "neg":
+                m["neg"] = not m["neg"]
+                ops = [o for o in ops if o != "passive"]
+        for op in ops:
+            if op == "move":
+                m["front"] = not m["front"]
+            elif op == "swap":
+                t["sub_first"] = not t["sub_first"]
+            passive, syn = passive or op == "passive", syn or op == "syn"
+        s1, s2 = en_sentence(s), en_sentence(t, passive=passive)
+        if syn:
+            s2 = _synonyms(s2, r)
+        if s1 != s2 and (positive or en_sentence(s) != en_sentence(t)):
+            return s1, s2, int(positive)
+
+
+def _rte_item(g, entail):
+    r = g.r
+    while True:
+        op = r.choice(["adj", "adverbial", "clause", "hypernym", "factive"] if entail else
+                      ["agent", "neg", "number", "condition", "belief"])
+        kind = {"clause": "sub", "condition": "sub", "factive": "dass", "belief": "dass"}.get(op, "simple")
+        s = g.sentence(statements_only=True, kind=kind)
+        m = s["main"]
+        if op in ("adj", "adverbial", "hypernym"):  # dropping material is only safe in positive clauses
+            m["neg"], m["freq"] = False, None
+        h = copy.deepcopy(m)
+        if op == "adj":
+            nps = [x for x in (h["subj"], h["obj"], h["place"]) if x and x.get("adjs")]
+            if not nps:
+                continue
+            for x in nps:
+                x["adjs"] = []
+        elif op == "adverbial":
+            keys = [k for k in ("time", "place", "manner", "comp", "measure") if h[k]]
+            if not keys:
+                continue
+            for k in r.sample(keys, r.randint(1, len(keys))):
+                h[k] = None
+            h["front"] = h["front"] and h["time"] is not None
+        elif op in ("clause", "condition"):
+            if (s["conj"].en == "if") != (op == "condition"):
+                continue
+        elif op in ("factive", "belief"):
+            if (s["belief"][2] in FACTIVE) != (op == "factive"):
+                continue
+        elif op == "hypernym":
+            x = next((x for x in (h["subj"], h["obj"]) if x and x.get("n")), None)
+            if x is None:
+                continue
+            word = HYPERNYMS[x["n"].cat]
+            x["n"] = x["n"]._replace(en=word, enpl=_plural_en(word))
+        elif op == "agent":
+            h["subj"] = g.np("P")
+        elif op == "neg":
+            h["neg"] = not h["neg"]
+        elif op == "number" and not _change_number(g, h):
+            continue
+        premise, hypothesis = en_sentence(s), en_sentence(_simple(h))
+        if premise != hypothesis and (entail or en_clause(m) != en_clause(h) or op in ("condition", "belief")):
+            return premise, hypothesis, "entailment" if entail else "not_entailment"
+
+
+def generate_pairs(task, n, seed, split="train"):
+    """n (sentence1, sentence2, label): mrpc labels 1/0 (~2/3 paraphrases), rte labels (entailment|not_entailment)."""
+    r = random.Random(f"{task}/{split}/{seed}")
+    g = Grammar("ende", r)
+    if task == "mrpc":
+        return [_mrpc_item(g, r.random() < 2 / 3) for _ in range(n)]
+    if task == "rte":
+        return [_rte_item(g, r.random() < 0.5) for _ in range(n)]
+    raise ValueError(f"not a sentence-pair task: {task}")
+
+
+# ---------------------------------------------------------------- files and command line
+def _write(path, lines):
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def write_task(task, out_dir, seed, n_train, n_test, n_valid=None):
+    """Write the task's files into out_dir; returns their paths.
+
+    deen/ende: train.{de,en} test.{de,en} (+ valid.* only if n_valid); mono: train.txt valid.txt
+    (documents; valid gets n_valid or n_test); mrpc/rte: train.tsv dev.tsv (dev gets n_valid or n_test)."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+
+    def out(name, lines):
+        paths.append(os.path.join(out_dir, name))
+        _write(paths[-1], lines)
+
+    if task in ("deen", "ende"):
+        splits = [("train", n_train), ("test", n_test)] + ([("valid", n_valid)] if n_valid else [])
+        for split, n in splits:
+            pairs = generate_translation(task, n, seed, split)
+            out(f"{split}.de", [de for de, _ in pairs])
+            out(f"{split}.en", [en for _, en in pairs])
+    elif task == "mono":
+        for split, n in (("train", n_train), ("valid", n_valid or n_test)):
+            docs = generate_documents(n, seed, split)
+            out(f"{split}.txt", [line for i, d in enumerate(docs) for line in ([""] if i else []) + d])
+    elif task in ("mrpc", "rte"):
+        for split, n in (("train", n_train), ("dev", n_valid or n_test)):
+            rows = generate_pairs(task, n, seed, split)
+            if task == "mrpc":
+                ids = random.Random(f"mrpc-ids/{split}/{seed}").sample(range(100000, 4000000), 2 * n)
+                lines = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"] + \
+                    [f"{y}\t{ids[2 * i]}\t{ids[2 * i + 1]}\t{a}\t{b}" for i, (a, b, y) in enumerate(rows)]
+            else:
+                lines = ["index\tsentence1\tsentence2\tlabel"] + [f"{i}\t{a}\t{b}\t{y}" for i, (a, b, y) in enumerate(rows)]
+            out(f"{split}.tsv", lines)
+    else:
+        raise ValueError(f"unknown task: {task}")
+    return paths
+
+
+def add_arguments(parser):
+    parser.add_argument("--task", required=True, choices=["deen", "ende", "mono", "mrpc", "rte"])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--n-train", type=int, required=True, help="pairs / documents / rows in train")
+    parser.add_argument("--n-test", type=int, required=True, help="test pairs (mono: valid documents; GLUE: dev rows)")
+    parser.add_argument("--n-valid", type=int, default=None, help="optional valid split (overrides --n-test for mono/GLUE)")
+
+
+def run(args):
+    for path in write_task(args.task, args.out_dir, args.seed, args.n_train, args.n_test, args.n_valid):
+        print(path)
