@@ -13,6 +13,9 @@ if not workflow.overwrite_configfiles:
 
 validate(config, "workflow/schemas/config.schema.yaml")
 
+envvars:
+    "PATH",
+
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"

@@ -122,3 +122,86 @@ def threads(kind):
 
 def run_bin_dir(wildcards):
     return f"{bpe_dir(run_corpus(wildcards.run))}/bin"
+
+
+def bpe_prefix(wildcards):
+    return f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
+
+
+# ---- data ----
+def generated_corpora():
+    return names_regex([n for n, c in config["corpora"].items() if c["source"] == "generated"]) or "NONE"
+
+
+def generator_flags(wildcards):
+    g = corpus_cfg(wildcards.corpus)["generator"]
+    return f"--task {g['task']} --seed {g.get('seed', 1)} --n-train {g['n_train']} --n-test {g['n_test']}"
+
+
+def raw_file(wildcards):
+    return f"{data_dir(wildcards.corpus)}/raw/{wildcards.split}.{lang(wildcards.corpus, wildcards.side)}"
+
+
+def tokenizer_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    return f"--lang {lang(wildcards.corpus, wildcards.side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
+
+
+def clean_flags(wildcards):
+    c = {"min": 1, "max": 175, "ratio": 1.5, **corpus_cfg(wildcards.corpus).get("clean", {})}
+    return f"--min {c['min']} --max {c['max']} --ratio {c['ratio']}"
+
+
+def case_input(wildcards):
+    d = data_dir(wildcards.corpus)
+    return f"{d}/clean/train.{wildcards.side}" if wildcards.part == "trainvalid" else f"{d}/tok/test.{wildcards.side}"
+
+
+def case_flag(wildcards):
+    return "" if corpus_cfg(wildcards.corpus).get("lowercase", False) else "--keep-case"
+
+
+def valid_every(wildcards):
+    return corpus_cfg(wildcards.corpus).get("valid_every", 23)
+
+
+# ---- train ----
+def train_data(wildcards):
+    return bin_files(run_corpus(wildcards.run))
+
+
+# ---- evaluate ----
+def eval_inputs(wildcards):
+    corpus = run_corpus(wildcards.run)
+    split = decode_settings(corpus)["split"]
+    return {
+        "metrics": f"results/train/{wildcards.run}/metrics.csv",
+        "dict": bin_files(corpus)["dict"],
+        "data": bin_files(corpus)[split],
+        "reference": f"{data_dir(corpus)}/text/{split}.tgt",
+    }
+
+
+def decode_flags(wildcards):
+    corpus = run_corpus(wildcards.run)
+    return cli_flags(decode_settings(corpus)) + f" --target-lang {lang(corpus, 'tgt')}"
+
+
+# ---- figures ----
+def figure_runs(fig):
+    return sorted({run for panel in config["figures"][fig]["panels"] for run in panel["runs"]})
+
+
+def figure_inputs(wildcards):
+    runs = figure_runs(wildcards.fig)
+    return {
+        "metrics": [f"results/train/{run}/metrics.csv" for run in runs],
+        "bleu": [f"results/eval/{run}/bleu.csv" for run in runs],
+    }
+
+
+def figure_spec(wildcards):
+    """The figure's panels plus the settings of the runs it draws (for legends)."""
+    spec = dict(config["figures"][wildcards.fig])
+    spec["run_settings"] = {run: run_settings(run) for run in figure_runs(wildcards.fig)}
+    return json.dumps(spec, sort_keys=True)

@@ -2,15 +2,6 @@
 # From tokenization on, files are named by side (src/tgt); the corpus config names the languages.
 
 
-def generated_corpora():
-    return names_regex([n for n, c in config["corpora"].items() if c["source"] == "generated"]) or "NONE"
-
-
-def generator_flags(wildcards):
-    g = corpus_cfg(wildcards.corpus)["generator"]
-    return f"--task {g['task']} --seed {g.get('seed', 1)} --n-train {g['n_train']} --n-test {g['n_test']}"
-
-
 rule generate_corpus:
     output:
         directory("results/data/{corpus}/raw"),
@@ -18,19 +9,12 @@ rule generate_corpus:
         corpus=generated_corpora(),
     params:
         flags=generator_flags,
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/generate.log",
     shell:
         "lnrepro generate {params.flags} --out-dir {output} > {log} 2>&1"
-
-
-def raw_file(wildcards):
-    return f"{data_dir(wildcards.corpus)}/raw/{wildcards.split}.{lang(wildcards.corpus, wildcards.side)}"
-
-
-def tokenizer_flags(wildcards):
-    c = corpus_cfg(wildcards.corpus)
-    return f"--lang {lang(wildcards.corpus, wildcards.side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
 
 
 rule tokenize:
@@ -44,17 +28,14 @@ rule tokenize:
         raw=raw_file,
         flags=tokenizer_flags,
     threads: threads("data")
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/tokenize.{split}.{side}.log",
     benchmark:
         "benchmarks/data/{corpus}/tokenize.{split}.{side}.tsv"
     shell:
         "lnrepro tokenize {params.flags} --threads {threads} --input {params.raw} --output {output} > {log} 2>&1"
-
-
-def clean_flags(wildcards):
-    c = {"min": 1, "max": 175, "ratio": 1.5, **corpus_cfg(wildcards.corpus).get("clean", {})}
-    return f"--min {c['min']} --max {c['max']} --ratio {c['ratio']}"
 
 
 rule clean_corpus:
@@ -66,20 +47,13 @@ rule clean_corpus:
         tgt="results/data/{corpus}/clean/train.tgt",
     params:
         flags=clean_flags,
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/clean.log",
     shell:
         "lnrepro clean {params.flags} --src-in {input.src} --tgt-in {input.tgt}"
         " --src-out {output.src} --tgt-out {output.tgt} > {log} 2>&1"
-
-
-def case_input(wildcards):
-    d = data_dir(wildcards.corpus)
-    return f"{d}/clean/train.{wildcards.side}" if wildcards.part == "trainvalid" else f"{d}/tok/test.{wildcards.side}"
-
-
-def case_flag(wildcards):
-    return "" if corpus_cfg(wildcards.corpus).get("lowercase", False) else "--keep-case"
 
 
 rule lowercase:
@@ -91,14 +65,12 @@ rule lowercase:
         part="trainvalid|test",
     params:
         flag=case_flag,
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/lowercase.{part}.{side}.log",
     shell:
         "lnrepro lowercase {params.flag} --input {input} --output {output} > {log} 2>&1"
-
-
-def valid_every(wildcards):
-    return corpus_cfg(wildcards.corpus).get("valid_every", 23)
 
 
 rule split_valid:
@@ -112,6 +84,8 @@ rule split_valid:
         valid_tgt="results/data/{corpus}/text/valid.tgt",
     params:
         every=valid_every,
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/split_valid.log",
     shell:
@@ -126,6 +100,8 @@ rule bpe_learn:
         tgt="results/data/{corpus}/text/train.tgt",
     output:
         "results/data/{corpus}/bpe{merges}/codes",
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/bpe{merges}.learn.log",
     benchmark:
@@ -143,6 +119,8 @@ rule bpe_apply:
     wildcard_constraints:
         split="train|valid|test",
     threads: threads("data")
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/bpe{merges}.apply.{split}.{side}.log",
     shell:
@@ -156,7 +134,9 @@ rule binarize:
         dict="results/data/{corpus}/bpe{merges}/bin/dict.txt",
         data=expand("results/data/{{corpus}}/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),
     params:
-        prefix="results/data/{corpus}/bpe{merges}",
+        prefix=bpe_prefix,
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/bpe{merges}.binarize.log",
     shell:

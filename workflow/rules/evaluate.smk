@@ -2,22 +2,6 @@
 # decoding and figures, never training.
 
 
-def eval_inputs(wildcards):
-    corpus = run_corpus(wildcards.run)
-    split = decode_settings(corpus)["split"]
-    return {
-        "metrics": f"results/train/{wildcards.run}/metrics.csv",
-        "dict": bin_files(corpus)["dict"],
-        "data": bin_files(corpus)[split],
-        "reference": f"{data_dir(corpus)}/text/{split}.tgt",
-    }
-
-
-def decode_flags(wildcards):
-    corpus = run_corpus(wildcards.run)
-    return cli_flags(decode_settings(corpus)) + f" --target-lang {lang(corpus, 'tgt')}"
-
-
 rule evaluate:
     input:
         unpack(eval_inputs),
@@ -27,6 +11,8 @@ rule evaluate:
         flags=decode_flags,
         data_dir=run_bin_dir,
     threads: threads("evaluate")
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/eval/{run}.log",
     benchmark:

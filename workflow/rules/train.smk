@@ -2,10 +2,6 @@
 # outside the declared output, so a failed or killed job keeps it and the retry resumes.
 
 
-def train_data(wildcards):
-    return bin_files(run_corpus(wildcards.run))
-
-
 rule train:
     input:
         unpack(train_data),
@@ -15,6 +11,8 @@ rule train:
         flags=train_flags,
         data_dir=run_bin_dir,
     threads: threads("train")
+    conda:
+        "../../envs/lnrepro.yaml"
     log:
         "logs/train/{run}.log",
     benchmark:
