@@ -17,6 +17,7 @@ COMMANDS = {
     "bpe-learn": ("lnrepro.prepare.bpe_learn", "learn joint BPE codes (subword-nmt)"),
     "bpe-apply": ("lnrepro.prepare.bpe_apply", "apply BPE codes, parallel"),
     "binarize": ("lnrepro.prepare.binarize", "joint dictionary and binarized tensors"),
+    "admin-profile": ("lnrepro.admin", "Admin's profiling pass: omega per sublayer (Liu et al. 4.3)"),
     "train": ("lnrepro.train", "train one run; resumable; records divergence"),
     "evaluate": ("lnrepro.evaluate", "decode every epoch checkpoint and score BLEU"),
     "figure": ("lnrepro.figures", "draw one figure and write the CSV it plots"),

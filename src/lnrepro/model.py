@@ -37,6 +37,9 @@ class ModelConfig:
         for side in ("enc_norm", "dec_norm"):
             if getattr(self, side) not in NORMS:
                 raise ValueError(f"{side}={getattr(self, side)!r}: expected one of {NORMS}")
+        if "admin" in (self.enc_norm, self.dec_norm) and "pre" in (self.enc_norm, self.dec_norm):
+            raise ValueError(f"enc_norm={self.enc_norm!r}, dec_norm={self.dec_norm!r}: Admin re-weights "
+                             "Post-LN residuals; combine it with 'admin' or 'post' only")
         if self.d_model % self.heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by heads={self.heads}")
 
@@ -108,6 +111,7 @@ class ResidualSublayer(nn.Module):
         if norm == "admin":
             # omega, set from the profiling pass (Liu et al. §4.3); 1 = plain Post-LN
             self.omega = nn.Parameter(torch.ones(d_model))
+            self.profile = None  # a list during Admin's profiling pass (lnrepro.admin)
 
     def forward(self, x, fn):
         if self.norm == "post":  # Xiong et al. Table 1: x_{l+1} = LN(x_l + F(x_l))
@@ -115,7 +119,10 @@ class ResidualSublayer(nn.Module):
         if self.norm == "pre":  # Xiong et al. Table 1: x_{l+1} = x_l + F(LN(x_l))
             return x + F.dropout(fn(self.layer_norm(x)), self.dropout, self.training)
         # admin, Liu et al. eq. (5): x_i = LN(f_i(x_{i-1}) + omega_i * x_{i-1})
-        return self.layer_norm(F.dropout(fn(x), self.dropout, self.training) + self.omega * x)
+        branch = F.dropout(fn(x), self.dropout, self.training)
+        if self.profile is not None:  # profiling records Var(input) and Var(branch output)
+            self.profile.append((x.var().item(), branch.var().item()))
+        return self.layer_norm(branch + self.omega * x)
 
 
 class EncoderLayer(nn.Module):

@@ -16,10 +16,12 @@ import os
 import shutil
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 
 from . import __version__
 from .batching import collate, epoch_order, make_batches
@@ -70,12 +72,14 @@ class TrainConfig:
     label_smoothing: float = 0.1
     seed: int = 1
     divergence_factor: float = 3.0  # train loss above factor * log2(V) counts as exploded
+    admin_omega: str = ""  # omega.json from `lnrepro admin-profile` (norm admin only)
     # system
     device: str = "auto"       # auto | cpu | cuda
     bf16: bool = True          # autocast on CUDA (ignored on CPU)
     compile: bool = False
     threads: int = 0           # torch intra-op threads on CPU; 0 = torch's default
     log_interval: float = 10.0  # seconds between progress lines
+    tensorboard: bool = False  # also log per-epoch scalars to OUT/tensorboard
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -92,7 +96,8 @@ class TrainConfig:
 
     def fingerprint(self):
         """What decides the result; a checkpoint from another fingerprint is never resumed."""
-        keep = {k: v for k, v in self.as_dict().items() if k not in ("log_interval", "threads", "compile")}
+        keep = {k: v for k, v in self.as_dict().items()
+                if k not in ("log_interval", "threads", "compile", "tensorboard")}
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -110,6 +115,11 @@ def add_arguments(p):
 def run(args):
     cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
     return train(cfg, Path(args.data), Path(args.out))
+
+
+def dropout_seed(seed, epoch, rank=0):
+    """Dropout stream of one epoch and worker: a resumed run replays it exactly."""
+    return seed * 100003 + epoch * 1009 + rank
 
 
 def log(msg):
@@ -178,8 +188,43 @@ def resume_state(ckpt_dir, cfg):
     return state
 
 
+class Distributed:
+    """torchrun's environment: one process per GPU (or CPU worker with gloo); rank 0 writes."""
+
+    def __init__(self, device_name):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.device = pick_device(device_name)
+        if self.world > 1:
+            if self.device.type == "cuda":
+                self.device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+                torch.cuda.set_device(self.device)
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+
+    def wrap(self, model):
+        if self.world == 1:
+            return model
+        return torch.nn.parallel.DistributedDataParallel(model, device_ids=[self.device] if self.device.type == "cuda" else None)
+
+    def total(self, value):
+        """Sum of a local tensor over all workers."""
+        if self.world > 1:
+            value = value.clone()
+            dist.all_reduce(value)
+        return value
+
+    def barrier(self):
+        if self.world > 1:
+            dist.barrier()
+
+    def close(self):
+        if self.world > 1:
+            dist.destroy_process_group()
+
+
 def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
-    device = pick_device(cfg.device)
+    env = Distributed(cfg.device)
+    device, main_process = env.device, env.rank == 0
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     ckpt_dir = out_dir / "checkpoints"
@@ -188,30 +233,50 @@ def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
     train_data, valid_data = ParallelData.load(data_dir / "train.pt"), ParallelData.load(data_dir / "valid.pt")
     batches = make_batches(train_data, cfg.max_tokens, cfg.seed)
     valid_batches = make_batches(valid_data, cfg.max_tokens, cfg.seed)
-    updates_per_epoch = math.ceil(len(batches) / cfg.update_freq)
+    tgt_lengths = train_data.tgt_lengths
+    per_update = cfg.update_freq * env.world  # batches summed into one update, over all workers
+    updates_per_epoch = math.ceil(len(batches) / per_update)
     schedule = Schedule(cfg.schedule, cfg.lr, cfg.warmup, cfg.warmup_init_lr, cfg.decay_epoch, cfg.decay_factor,
                         cfg.epochs * updates_per_epoch, cfg.end_lr)
 
     torch.manual_seed(cfg.seed)
-    model = Transformer(cfg.model_config(len(vocab))).to(device)
+    model = Transformer(cfg.model_config(len(vocab)))
+    if "admin" in (cfg.enc_norm, cfg.dec_norm):
+        if not cfg.admin_omega:
+            raise SystemExit("norm 'admin' needs --admin-omega (the output of `lnrepro admin-profile`)")
+        from .admin import load_omegas  # admin imports this module
+        load_omegas(model, cfg.admin_omega)
+    model = model.to(device)
     optimizer = build_optimizer(cfg, model.parameters(), device)
     rows, updates, start_epoch = [], 0, 1
-    state = resume_state(ckpt_dir, cfg)
+    state = resume_state(ckpt_dir, cfg) if main_process else None  # rank 0 removes stale state first
+    env.barrier()
+    if not main_process:
+        state = resume_state(ckpt_dir, cfg)
     if state:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         rows, updates, start_epoch = state["metrics"], state["updates"], state["epoch"] + 1
-    step_model = torch.compile(model) if cfg.compile else model
+    step_model = env.wrap(torch.compile(model) if cfg.compile else model)
     use_bf16 = cfg.bf16 and device.type == "cuda"
+    board = tensorboard_writer(cfg, out_dir) if main_process else None
 
     def autocast():
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
 
-    log(f"{sum(p.numel() for p in model.parameters()):,} parameters, vocab {len(vocab)}, "
-        f"{len(batches)} batches/epoch, {updates_per_epoch} updates/epoch, device {device}")
+    log(f"{sum(p.numel() for p in model.parameters()):,} parameters, vocab {len(vocab)}, {len(batches)} batches/epoch, "
+        f"{updates_per_epoch} updates/epoch, device {device}, {env.world} worker(s)")
     explode_at = cfg.divergence_factor * math.log2(len(vocab))
+    # workers must all-reduce at the same updates, so with several the progress interval is in updates
+    every = max(1, updates_per_epoch // 10)
+
+    def progress_due(u, last_log):
+        if u == updates_per_epoch - 1:
+            return True
+        return (u + 1) % every == 0 if env.world > 1 else time.time() - last_log >= cfg.log_interval
+
     for epoch in range(start_epoch, cfg.epochs + 1):
-        torch.manual_seed(cfg.seed * 100003 + epoch)  # dropout stream of this epoch only
+        torch.manual_seed(dropout_seed(cfg.seed, epoch, env.rank))
         model.train()
         t0 = last_log = time.time()
         loss_sum = torch.zeros((), device=device)
@@ -220,37 +285,44 @@ def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
         ntok, epoch_updates, diverged = 0, 0, False
         order = epoch_order(batches, cfg.seed, epoch)
         for u in range(updates_per_epoch):
-            group = [collate(train_data, idx) for idx in order[u * cfg.update_freq:(u + 1) * cfg.update_freq]]
-            group_tokens = sum(int((tgt != 1).sum()) for _, _, tgt in group)
+            group = order[u * per_update:(u + 1) * per_update]
+            group_tokens = sum(int(tgt_lengths[idx].sum()) for idx in group)  # all workers' target tokens
+            mine = group[env.rank::env.world]
+            # a worker left without a batch at the epoch's end still joins the gradient sum, with zero weight
+            weights = [1.0] * len(mine) if mine else [0.0]
+            mine = mine or group[:1]
             lr = schedule(updates, epoch, (cfg.decay_epoch - 1) * updates_per_epoch)
             for g in optimizer.param_groups:
                 g["lr"] = lr
-            for src, prev, tgt in group:  # update_freq accumulation; gradient of the sum / tokens
-                src, prev, tgt = src.to(device, non_blocking=True), prev.to(device), tgt.to(device)
-                with autocast():
-                    logits = step_model(src, prev)
-                loss, nll = label_smoothed_loss(logits, tgt, cfg.label_smoothing)
-                (loss / group_tokens).backward()
-                loss_sum += loss.detach()
-                nll_sum += nll.detach()
+            for k, (idx, weight) in enumerate(zip(mine, weights)):
+                src, prev, tgt = (t.to(device, non_blocking=True) for t in collate(train_data, idx))
+                sync = env.world == 1 or k == len(mine) - 1  # all-reduce once, after the last micro-batch
+                with (nullcontext() if sync else step_model.no_sync()), autocast():
+                    loss, nll = label_smoothed_loss(step_model(src, prev), tgt, cfg.label_smoothing)
+                # gradient of (sum of all workers' losses) / (all their tokens); DDP averages over workers
+                (loss * (weight * env.world / group_tokens)).backward()
+                loss_sum += weight * loss.detach()
+                nll_sum += weight * nll.detach()
             gnorm_sum += torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm or float("inf"))
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             updates, epoch_updates, ntok = updates + 1, epoch_updates + 1, ntok + group_tokens
-            if time.time() - last_log >= cfg.log_interval or u == updates_per_epoch - 1:
-                last_log = time.time()
-                mean_loss = loss_sum.item() / ntok / LN2  # the only host sync, every few seconds
+            if progress_due(u, last_log):
+                mean_loss = env.total(loss_sum).item() / ntok / LN2  # the only host sync, every few seconds
+                # every worker reaches the same verdict from the same all-reduced loss
                 if not math.isfinite(mean_loss) or mean_loss > explode_at:
                     diverged = True
                     break
+                last_log = time.time()
                 elapsed = last_log - t0
                 eta = elapsed / (u + 1) * (updates_per_epoch - u - 1)
                 log(f"epoch {epoch:3d} | update {u + 1:5d}/{updates_per_epoch} | loss {mean_loss:.3f} | "
                     f"lr {lr:.3g} | {ntok / elapsed:,.0f} tok/s | eta {eta:.0f}s")
         wall = time.time() - t0
-        row = {"epoch": epoch, "updates": updates, "train_loss": loss_sum.item() / ntok / LN2,
-               "train_nll": nll_sum.item() / ntok / LN2, "lr": lr, "grad_norm": gnorm_sum.item() / epoch_updates,
-               "tokens_per_s": ntok / wall, "wall_s": wall, "diverged": int(diverged)}
+        row = {"epoch": epoch, "updates": updates, "train_loss": env.total(loss_sum).item() / ntok / LN2,
+               "train_nll": env.total(nll_sum).item() / ntok / LN2, "lr": lr,
+               "grad_norm": gnorm_sum.item() / epoch_updates, "tokens_per_s": ntok / wall, "wall_s": wall,
+               "diverged": int(diverged)}
         if diverged:
             log(f"epoch {epoch}: DIVERGED (train loss {row['train_loss']}); recording the curve so far")
             rows.append({**row, "valid_loss": float("nan"), "valid_nll": float("nan"), "checkpoint": ""})
@@ -260,15 +332,37 @@ def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
         rows.append(row)
         log(f"epoch {epoch:3d} done | train {row['train_loss']:.3f} | valid {row['valid_loss']:.3f} | "
             f"gnorm {row['grad_norm']:.3f} | {row['tokens_per_s']:,.0f} tok/s | {wall:.1f}s")
-        model_cfg = dataclasses.asdict(model.cfg)
-        atomic_save({"model": model.state_dict(), "model_config": model_cfg, "epoch": epoch}, ckpt_dir / f"epoch{epoch}.pt")
-        atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "model_config": model_cfg,
-                     "train_config": cfg.as_dict(), "fingerprint": cfg.fingerprint(), "epoch": epoch,
-                     "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__},
-                    ckpt_dir / "last.pt")
-        write_metrics(rows, out_dir / "progress.csv")
-    write_metrics(rows, out_dir / "metrics.csv")
+        if board:
+            for key in ("train_loss", "valid_loss", "lr", "grad_norm", "tokens_per_s"):
+                board.add_scalar(key, row[key], epoch)
+        if main_process:
+            save_epoch(model, optimizer, cfg, rows, epoch, updates, ckpt_dir)
+            write_metrics(rows, out_dir / "progress.csv")
+        env.barrier()
+    if main_process:
+        write_metrics(rows, out_dir / "metrics.csv")
+    env.close()
     return 0
+
+
+def save_epoch(model, optimizer, cfg, rows, epoch, updates, ckpt_dir):
+    """Weights of this epoch (for evaluation) and the full resumable state, each written atomically."""
+    model_cfg = dataclasses.asdict(model.cfg)
+    atomic_save({"model": model.state_dict(), "model_config": model_cfg, "epoch": epoch}, ckpt_dir / f"epoch{epoch}.pt")
+    atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "model_config": model_cfg,
+                 "train_config": cfg.as_dict(), "fingerprint": cfg.fingerprint(), "epoch": epoch,
+                 "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__},
+                ckpt_dir / "last.pt")
+
+
+def tensorboard_writer(cfg, out_dir):
+    if not cfg.tensorboard:
+        return None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError as e:
+        raise SystemExit(f"--tensorboard needs the tensorboard package (pip install tensorboard): {e}")
+    return SummaryWriter(out_dir / "tensorboard")
 
 
 def load_model(path, device="cpu"):

@@ -99,10 +99,25 @@ def cli_flags(settings):
     return " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in sorted(settings.items()))
 
 
-def train_flags(wildcards):
-    """Only this run's settings reach its training job, so an edit reruns only this run."""
+def model_flags(wildcards):
+    """The run's own settings: what its training and its Admin profiling depend on."""
     s = run_settings(wildcards.run)
     return cli_flags({k: v for k, v in s.items() if k not in RUN_ONLY_KEYS})
+
+
+def uses_admin(run):
+    s = run_settings(run)
+    return "admin" in (s.get("enc_norm"), s.get("dec_norm"))
+
+
+def omega_file(run):
+    return f"results/admin/{run}/omega.json"
+
+
+def train_flags(wildcards):
+    """Only this run's settings reach its training job, so an edit reruns only this run."""
+    flags = model_flags(wildcards)
+    return flags + (f" --admin-omega {omega_file(wildcards.run)}" if uses_admin(wildcards.run) else "")
 
 
 DECODE_DEFAULTS = {"split": "test", "beam": 5, "lenpen": 1.0, "max_len_a": 0, "max_len_b": 200, "batch_sentences": 128}
@@ -166,8 +181,15 @@ def valid_every(wildcards):
 
 
 # ---- train ----
-def train_data(wildcards):
+def run_data(wildcards):
     return bin_files(run_corpus(wildcards.run))
+
+
+def train_data(wildcards):
+    files = run_data(wildcards)
+    if uses_admin(wildcards.run):
+        files["omega"] = omega_file(wildcards.run)
+    return files
 
 
 # ---- evaluate ----

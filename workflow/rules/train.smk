@@ -20,3 +20,19 @@ rule train:
     shell:
         "lnrepro train --data {params.data_dir} --out results/train/{wildcards.run} {params.flags}"
         " --threads {threads} > {log} 2>&1"
+
+
+rule admin_profile:
+    input:
+        unpack(run_data),
+    output:
+        "results/admin/{run}/omega.json",
+    params:
+        flags=model_flags,
+        data_dir=run_bin_dir,
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/admin/{run}.log",
+    shell:
+        "lnrepro admin-profile --data {params.data_dir} {params.flags} --omega-out {output} > {log} 2>&1"
