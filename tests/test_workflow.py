@@ -18,10 +18,10 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
 def workflow_copy(dest):
-    """Snakefile, workflow/ and config/ in a scratch directory (results land there)."""
+    """Snakefile, workflow/, config/ and envs/ (rules name their conda env) in a scratch directory."""
     shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
-    shutil.copytree(ROOT / "workflow", dest / "workflow")
-    shutil.copytree(ROOT / "config", dest / "config")
+    for d in ("workflow", "config", "envs"):
+        shutil.copytree(ROOT / d, dest / d)
     return dest
 
 
