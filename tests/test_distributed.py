@@ -4,6 +4,10 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
+
+from lnrepro.batching import make_batches
+from lnrepro.data import ParallelData
 
 SAME = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout=0.0, max_tokens=200,
             device="cpu", threads=1, lr=2e-3, warmup=10, epochs=3, seed=3)
@@ -16,12 +20,21 @@ def train_cmd(data, out, **extra):
     return args
 
 
-def test_two_workers_match_one_process_with_update_freq_2(toy_data, tmp_path):
+def max_tokens_giving(parity, data_dir):
+    """A batch size whose epoch has an even or odd number of batches."""
+    data = ParallelData.load(data_dir / "train.pt")
+    return next(t for t in range(150, 400) if len(make_batches(data, t, SAME["seed"])) % 2 == parity)
+
+
+@pytest.mark.parametrize("parity", [0, 1], ids=["even-batches", "odd-batches"])
+def test_two_workers_match_one_process_with_update_freq_2(toy_data, tmp_path, parity):
+    """With an odd count, the last update has one batch: the idle worker joins with zero weight."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
-    single = [sys.executable, "-m", "lnrepro.cli"] + train_cmd(toy_data, tmp_path / "one", update_freq=2)
+    tokens = max_tokens_giving(parity, toy_data)
+    single = [sys.executable, "-m", "lnrepro.cli"] + train_cmd(toy_data, tmp_path / "one", update_freq=2, max_tokens=tokens)
     subprocess.run(single, check=True, env=env, capture_output=True)
     ddp = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "lnrepro.cli"] + train_cmd(toy_data, tmp_path / "two", update_freq=1)
+           "-m", "lnrepro.cli"] + train_cmd(toy_data, tmp_path / "two", update_freq=1, max_tokens=tokens)
     proc = subprocess.run(ddp, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "2 worker(s)" in proc.stderr
