@@ -18,6 +18,7 @@ envvars:
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/download.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"

@@ -10,6 +10,14 @@ import sys
 # subcommand -> (module, help)
 COMMANDS = {
     "generate": ("lnrepro.corpus", "generate the demo corpora deterministically"),
+    "download": ("lnrepro.prepare.download", "fetch a file (URL or path), verified by sha256, with retries"),
+    "extract": ("lnrepro.prepare.extract", "verify and safely unpack a .tgz/.tar/.zip archive"),
+    "prepare-iwslt14": ("lnrepro.prepare.iwslt", "IWSLT14 raw text from de-en.tgz (prepare-iwslt14.sh)"),
+    "prepare-wmt14": ("lnrepro.prepare.wmt", "WMT14 raw text from its archives (prepare-wmt14en2de.sh)"),
+    "prepare-local": ("lnrepro.prepare.local", "your own parallel text files as a corpus"),
+    "copy-text": ("lnrepro.prepare.copy_text", "copy a text file (already tokenized corpora)"),
+    "check-counts": ("lnrepro.prepare.counts", "compare prepared pair counts with the recipe's; warn"),
+    "bench-prepare": ("lnrepro.prepare.bench", "lines/s of tokenization and BPE with 1 vs N processes"),
     "tokenize": ("lnrepro.prepare.tokenize", "Moses tokenization (sacremoses), parallel"),
     "clean": ("lnrepro.prepare.clean", "drop pairs by length and ratio (clean-corpus-n.perl)"),
     "lowercase": ("lnrepro.prepare.lowercase", "lowercase a text file"),
@@ -21,6 +29,7 @@ COMMANDS = {
     "train": ("lnrepro.train", "train one run; resumable; records divergence"),
     "evaluate": ("lnrepro.evaluate", "decode every epoch checkpoint and score BLEU"),
     "figure": ("lnrepro.figures", "draw one figure and write the CSV it plots"),
+    "bench": ("lnrepro.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
 }
 
 

@@ -1,8 +1,10 @@
 # Helpers shared by the rules: config resolution, cross-reference checks, paths, params.
 import json
 import os
+import re
 import shlex
 import sys
+import urllib.parse
 
 # Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
 # even when the environment was not activated.
@@ -10,7 +12,9 @@ os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.g
 
 MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropout", "attn_dropout",
               "act_dropout", "share_all_embeddings")
-READY_SOURCES = ["generated"]
+READY_SOURCES = ["generated", "iwslt14", "wmt14", "local"]
+ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from downloaded archives
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
 RUN_ONLY_KEYS = ("corpus", "model", "norm", "description")  # resolved here, not passed to the trainer
 
 
@@ -53,14 +57,54 @@ def check_config():
             config_error(f"corpora.{name}: source 'generated' needs a 'generator' entry")
         if c["source"] not in READY_SOURCES:
             config_error(f"corpora.{name}.source: '{c['source']}' cannot be prepared by this version "
-                         f"(ready: {READY_SOURCES}); the real-archive rules are tracked in issue 4")
+                         f"(ready: {READY_SOURCES})")
+        if c["source"] in ARCHIVE_SOURCES and not c.get("archives"):
+            config_error(f"corpora.{name}: source '{c['source']}' needs 'archives' (url and sha256 of each)")
+        if c["source"] == "local" and "files" not in c:
+            config_error(f"corpora.{name}: source 'local' needs 'files' (train and test, src and tgt paths)")
+        if c.get("valid_set") and c["source"] != "wmt14":
+            config_error(f"corpora.{name}.valid_set: only for source 'wmt14' (a local corpus lists files.valid)")
+        for a in c.get("archives", []):
+            if not archive_name(a).endswith(ARCHIVE_SUFFIXES):
+                config_error(f"corpora.{name}.archives: '{archive_name(a)}' ({a['url']}) is not one of "
+                             f"{', '.join(ARCHIVE_SUFFIXES)}; set 'file' to name it")
+
+
+# ---- archives: one file name under resources/downloads/ is one URL and one sha256 --------------
+def archive_name(entry):
+    return entry.get("file") or os.path.basename(urllib.parse.urlparse(entry["url"]).path.rstrip("/"))
+
+
+def archive_stem(name):
+    return next((name[: -len(s)] for s in ARCHIVE_SUFFIXES if name.endswith(s)), name)
+
+
+def collect_archives():
+    found = {}
+    for corpus, c in config["corpora"].items():
+        for a in c.get("archives", []):
+            name = archive_name(a)
+            other = found.get(name)
+            if other and (other["url"], other.get("sha256")) != (a["url"], a.get("sha256")):
+                config_error(f"corpora.{corpus}.archives: '{name}' is also {other['url']} "
+                             f"(sha256 {other.get('sha256')}); one file name must mean one file")
+            found[name] = a
+    stems = {archive_stem(n): n for n in found}
+    if len(stems) != len(found):
+        config_error(f"archives: two archives unpack to the same folder name ({sorted(found)})")
+    return found, stems
 
 
 check_config()
+ARCHIVES, ARCHIVE_STEMS = collect_archives()
 
 
 def names_regex(names):
     return "|".join(sorted(names, key=len, reverse=True))
+
+
+def files_regex(names, none):
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or none
 
 
 wildcard_constraints:
@@ -68,6 +112,9 @@ wildcard_constraints:
     run=names_regex(config["runs"]),
     fig=names_regex(config["figures"]) or "NO_FIGURES",
     side="src|tgt",
+    merges="[0-9]+",
+    archive=files_regex(ARCHIVES, "NO_ARCHIVES"),
+    unpacked=files_regex(ARCHIVE_STEMS, "NO_ARCHIVES"),
 
 
 # ---- paths -----------------------------------------------------------------------------------
@@ -143,9 +190,89 @@ def bpe_prefix(wildcards):
     return f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
 
 
-# ---- data ----
+# ---- downloads ----
+def download_flags(wildcards):
+    """URL and sha256 reach the job as params: editing either fetches (and verifies) again."""
+    a = ARCHIVES[wildcards.archive]
+    return f"--url {shlex.quote(a['url'])}" + (f" --sha256 {a['sha256']}" if a.get("sha256") else "")
+
+
+def archive_file(wildcards):
+    return f"resources/downloads/{ARCHIVE_STEMS[wildcards.unpacked]}"
+
+
+def extract_flags(wildcards):
+    sha = ARCHIVES[ARCHIVE_STEMS[wildcards.unpacked]].get("sha256")
+    return f"--sha256 {sha}" if sha else ""
+
+
+def corpus_archive_dirs(wildcards):
+    return [f"resources/extracted/{archive_stem(archive_name(a))}" for a in corpus_cfg(wildcards.corpus)["archives"]]
+
+
+# ---- data: which route a corpus takes ----
+def corpora_where(test):
+    return names_regex([n for n, c in config["corpora"].items() if test(c)]) or "NONE"
+
+
+def source_corpora(source):
+    return corpora_where(lambda c: c["source"] == source)
+
+
 def generated_corpora():
-    return names_regex([n for n, c in config["corpora"].items() if c["source"] == "generated"]) or "NONE"
+    return source_corpora("generated")
+
+
+def has_given_valid(c):
+    """A validation set of its own (local files.valid, WMT's valid_set) instead of every Nth train pair."""
+    return bool(c.get("valid_set") or (c["source"] == "local" and "valid" in c.get("files", {})))
+
+
+def moses_corpora():
+    return corpora_where(lambda c: not c.get("tokenized", False))
+
+
+def pretokenized_corpora():
+    return corpora_where(lambda c: c.get("tokenized", False))
+
+
+def split_valid_corpora():
+    return corpora_where(lambda c: not has_given_valid(c))
+
+
+def clean_after_bpe_corpora():
+    return corpora_where(lambda c: c.get("clean_after_bpe", False))
+
+
+def lang_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    return f"--src {c['src']} --tgt {c['tgt']}"
+
+
+def wmt_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    flags = f"--src {c['src']} --tgt {c['tgt']} --test-set {shlex.quote(c.get('test_set', 'newstest2014'))}"
+    if c.get("train_corpora"):
+        flags += " --train-corpora " + " ".join(shlex.quote(x) for x in c["train_corpora"])
+    if c.get("valid_set"):
+        flags += f" --valid-set {shlex.quote(c['valid_set'])}"
+    return flags
+
+
+def local_inputs(wildcards):
+    files = corpus_cfg(wildcards.corpus)["files"]
+    return {f"{split}_{side}": files[split][side] for split in ("train", "valid", "test") if split in files
+            for side in ("src", "tgt")}
+
+
+def local_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    files = c["files"]
+    flags = f"--src-lang {c['src']} --tgt-lang {c['tgt']}"
+    for split in ("train", "valid", "test"):
+        if split in files:
+            flags += f" --{split} {shlex.quote(files[split]['src'])} {shlex.quote(files[split]['tgt'])}"
+    return flags
 
 
 def generator_flags(wildcards):
@@ -159,7 +286,12 @@ def raw_file(wildcards):
 
 def tokenizer_flags(wildcards):
     c = corpus_cfg(wildcards.corpus)
-    return f"--lang {lang(wildcards.corpus, wildcards.side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
+    flags = f"--lang {lang(wildcards.corpus, wildcards.side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
+    if c.get("split_final_period"):
+        flags += " --split-final-period"
+    if c.get("normalize_train") and wildcards.split == "train":  # prepare-wmt14en2de.sh: train only
+        flags += " --normalize-punctuation --remove-non-printing"
+    return flags
 
 
 def clean_flags(wildcards):
@@ -168,8 +300,12 @@ def clean_flags(wildcards):
 
 
 def case_input(wildcards):
+    """Training text is cleaned first, unless the corpus cleans after BPE; valid/test never are."""
     d = data_dir(wildcards.corpus)
-    return f"{d}/clean/train.{wildcards.side}" if wildcards.part == "trainvalid" else f"{d}/tok/test.{wildcards.side}"
+    if wildcards.part in ("trainvalid", "train"):
+        stage = "tok" if corpus_cfg(wildcards.corpus).get("clean_after_bpe", False) else "clean"
+        return f"{d}/{stage}/train.{wildcards.side}"
+    return f"{d}/tok/{wildcards.part}.{wildcards.side}"
 
 
 def case_flag(wildcards):
@@ -178,6 +314,33 @@ def case_flag(wildcards):
 
 def valid_every(wildcards):
     return corpus_cfg(wildcards.corpus).get("valid_every", 23)
+
+
+def bpe_files(corpus, merges):
+    d = f"{data_dir(corpus)}/bpe{merges}"
+    return [f"{d}/{split}.{side}" for split in ("train", "valid", "test") for side in ("src", "tgt")]
+
+
+def binarize_inputs(wildcards):
+    """The BPE'd splits, and the count check where the corpus states the recipe's counts."""
+    files = bpe_files(wildcards.corpus, wildcards.merges)
+    if corpus_cfg(wildcards.corpus).get("expected_counts"):
+        files.append(f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}/counts.tsv")
+    return files
+
+
+def count_inputs(wildcards):
+    d = f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
+    return {split: f"{d}/{split}.src" for split in ("train", "valid", "test")}
+
+
+def count_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    d = f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
+    expect = " ".join(f"{k}={v}" for k, v in sorted(c.get("expected_counts", {}).items()))
+    files = " ".join(f"{split}={d}/{split}.src" for split in ("train", "valid", "test"))
+    source = shlex.quote(f"{wildcards.corpus} ({c['source']})")
+    return f"--source {source} --files {files} --expect {expect}"
 
 
 # ---- train ----
@@ -193,20 +356,36 @@ def train_data(wildcards):
 
 
 # ---- evaluate ----
+def detok_reference(corpus):
+    """The raw (untokenized) reference of the decoded split, for detokenized sacreBLEU; None
+    unless the corpus asks for it (detok_bleu) and the split exists as raw text."""
+    c = corpus_cfg(corpus)
+    split = decode_settings(corpus)["split"]
+    if not c.get("detok_bleu", False) or (split == "valid" and not has_given_valid(c)):
+        return None
+    return f"{data_dir(corpus)}/raw/{split}.{c['tgt']}"
+
+
 def eval_inputs(wildcards):
     corpus = run_corpus(wildcards.run)
     split = decode_settings(corpus)["split"]
-    return {
+    inputs = {
         "metrics": f"results/train/{wildcards.run}/metrics.csv",
         "dict": bin_files(corpus)["dict"],
         "data": bin_files(corpus)[split],
         "reference": f"{data_dir(corpus)}/text/{split}.tgt",
     }
+    if detok_reference(corpus):
+        inputs["raw"] = f"{data_dir(corpus)}/raw"  # a directory output: its file is passed in the flags
+    return inputs
 
 
 def decode_flags(wildcards):
     corpus = run_corpus(wildcards.run)
-    return cli_flags(decode_settings(corpus)) + f" --target-lang {lang(corpus, 'tgt')}"
+    flags = cli_flags(decode_settings(corpus)) + f" --target-lang {lang(corpus, 'tgt')}"
+    if detok_reference(corpus):
+        flags += f" --detok-reference {detok_reference(corpus)}"
+    return flags
 
 
 # ---- figures ----

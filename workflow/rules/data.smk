@@ -1,5 +1,18 @@
 # Raw text -> Moses tokens -> cleaned -> (lowercased) -> train/valid split -> joint BPE -> tensors.
 # From tokenization on, files are named by side (src/tgt); the corpus config names the languages.
+#
+# results/data/{corpus}/raw/{split}.{lang} comes from the corpus's source: generate_corpus,
+# prepare_iwslt14 / prepare_wmt14 (from the unpacked archives, download.smk) or prepare_local.
+# Routes, chosen per corpus by wildcard constraints (common.smk):
+#   every corpus      tokenize (or copy_tokenized: `tokenized: true`) -> tok/{train,test}
+#   IWSLT recipe      clean_corpus (tok/train) -> lowercase -> split_valid (every Nth) -> BPE
+#   clean_after_bpe   lowercase (no cleaning) -> split_valid -> BPE -> clean_bpe (train, valid)
+#   given valid set   (local files.valid, WMT valid_set) tok/valid -> text/valid, no split_valid
+# and check_counts compares the final counts with `expected_counts` (a warning, not an error).
+
+
+ruleorder: split_valid > lowercase  # text/{train,valid}: split off, unless the corpus has its own valid set
+ruleorder: clean_bpe > bpe_apply  # bpe{N}/{train,valid}: cleaned after BPE where the corpus says so
 
 
 rule generate_corpus:
@@ -17,13 +30,85 @@ rule generate_corpus:
         "lnrepro generate {params.flags} --out-dir {output} > {log} 2>&1"
 
 
+rule prepare_iwslt14:
+    input:
+        corpus_archive_dirs,
+    output:
+        directory("results/data/{corpus}/raw"),
+    wildcard_constraints:
+        corpus=source_corpora("iwslt14"),
+    params:
+        langs=lang_flags,
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/{corpus}/prepare_iwslt14.log",
+    shell:
+        "lnrepro prepare-iwslt14 --roots {input} {params.langs} --out-dir {output} > {log} 2>&1"
+
+
+rule prepare_wmt14:
+    input:
+        corpus_archive_dirs,
+    output:
+        directory("results/data/{corpus}/raw"),
+    wildcard_constraints:
+        corpus=source_corpora("wmt14"),
+    params:
+        flags=wmt_flags,
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/{corpus}/prepare_wmt14.log",
+    benchmark:
+        "benchmarks/data/{corpus}/prepare_wmt14.tsv"
+    shell:
+        "lnrepro prepare-wmt14 --roots {input} {params.flags} --out-dir {output} > {log} 2>&1"
+
+
+rule prepare_local:
+    input:
+        unpack(local_inputs),
+    output:
+        directory("results/data/{corpus}/raw"),
+    wildcard_constraints:
+        corpus=source_corpora("local"),
+    params:
+        flags=local_flags,
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/{corpus}/prepare_local.log",
+    shell:
+        "lnrepro prepare-local {params.flags} --out-dir {output} > {log} 2>&1"
+
+
+rule copy_tokenized:
+    input:
+        "results/data/{corpus}/raw",
+    output:
+        "results/data/{corpus}/tok/{split}.{side}",
+    wildcard_constraints:
+        corpus=pretokenized_corpora(),
+        split="train|valid|test",
+    params:
+        raw=raw_file,
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/{corpus}/copy_tokenized.{split}.{side}.log",
+    shell:
+        "lnrepro copy-text --input {params.raw} --output {output} > {log} 2>&1"
+
+
 rule tokenize:
     input:
         "results/data/{corpus}/raw",
     output:
         "results/data/{corpus}/tok/{split}.{side}",
     wildcard_constraints:
-        split="train|test",
+        corpus=moses_corpora(),
+        split="train|valid|test",
     params:
         raw=raw_file,
         flags=tokenizer_flags,
@@ -62,7 +147,7 @@ rule lowercase:
     output:
         "results/data/{corpus}/text/{part}.{side}",
     wildcard_constraints:
-        part="trainvalid|test",
+        part="trainvalid|train|valid|test",
     params:
         flag=case_flag,
     conda:
@@ -82,6 +167,8 @@ rule split_valid:
         train_tgt="results/data/{corpus}/text/train.tgt",
         valid_src="results/data/{corpus}/text/valid.src",
         valid_tgt="results/data/{corpus}/text/valid.tgt",
+    wildcard_constraints:
+        corpus=split_valid_corpora(),
     params:
         every=valid_every,
     conda:
@@ -127,9 +214,63 @@ rule bpe_apply:
         "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
 
 
+rule bpe_apply_uncleaned:
+    input:
+        codes="results/data/{corpus}/bpe{merges}/codes",
+        text="results/data/{corpus}/text/{split}.{side}",
+    output:
+        "results/data/{corpus}/bpe{merges}/uncleaned/{split}.{side}",
+    wildcard_constraints:
+        corpus=clean_after_bpe_corpora(),
+        split="train|valid",
+    threads: threads("data")
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/{corpus}/bpe{merges}.apply.uncleaned.{split}.{side}.log",
+    shell:
+        "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
+
+
+rule clean_bpe:
+    input:
+        src="results/data/{corpus}/bpe{merges}/uncleaned/{split}.src",
+        tgt="results/data/{corpus}/bpe{merges}/uncleaned/{split}.tgt",
+    output:
+        src="results/data/{corpus}/bpe{merges}/{split}.src",
+        tgt="results/data/{corpus}/bpe{merges}/{split}.tgt",
+    wildcard_constraints:
+        corpus=clean_after_bpe_corpora(),
+        split="train|valid",
+    params:
+        flags=clean_flags,
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/{corpus}/bpe{merges}.clean.{split}.log",
+    shell:
+        "lnrepro clean {params.flags} --src-in {input.src} --tgt-in {input.tgt}"
+        " --src-out {output.src} --tgt-out {output.tgt} > {log} 2>&1"
+
+
+rule check_counts:
+    input:
+        unpack(count_inputs),
+    output:
+        "results/data/{corpus}/bpe{merges}/counts.tsv",
+    params:
+        flags=count_flags,
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/{corpus}/bpe{merges}.counts.log",
+    shell:
+        "lnrepro check-counts {params.flags} --out {output} --log {log}"
+
+
 rule binarize:
     input:
-        expand("results/data/{{corpus}}/bpe{{merges}}/{split}.{side}", split=["train", "valid", "test"], side=["src", "tgt"]),
+        binarize_inputs,
     output:
         dict="results/data/{corpus}/bpe{merges}/bin/dict.txt",
         data=expand("results/data/{{corpus}}/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),

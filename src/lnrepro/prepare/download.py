@@ -1,0 +1,169 @@
+"""Fetch one file (an archive of a corpus) to a path, verified by its sha256.
+
+Sources: http(s):// and file:// URLs and plain paths. The bytes go to `OUT.tmp` and are
+renamed to OUT only once complete and verified, so an interrupted download never looks
+finished; a checksum mismatch removes the file and names file, URL, expected and actual
+hash. Network errors are retried with exponential backoff; when every attempt fails, one
+message says which URL could not be fetched and where to put the file by hand (a cluster's
+compute nodes often have no network while its login node does).
+"""
+import hashlib
+import os
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+CHUNK = 1 << 20
+
+
+class DownloadError(Exception):
+    """A download that cannot succeed; the message is the whole explanation."""
+
+
+class ChecksumError(DownloadError):
+    pass
+
+
+class _Retryable(Exception):
+    pass
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(CHUNK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _log(log, msg):
+    print(msg, file=log or sys.stderr, flush=True)
+
+
+def _local_path(url):
+    """The filesystem path of a file:// URL or plain path; None for network URLs."""
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        return urllib.request.url2pathname(parsed.path)
+    if parsed.scheme in ("http", "https", "ftp"):
+        return None
+    if parsed.scheme and len(parsed.scheme) > 1:
+        raise DownloadError(f"unsupported URL scheme '{parsed.scheme}:' in {url} (http, https, file or a path)")
+    return url
+
+
+def _copy_stream(src, dst, expected_size=None):
+    """Copy src to the open file dst; returns (bytes, sha256)."""
+    h, n = hashlib.sha256(), 0
+    while block := src.read(CHUNK):
+        dst.write(block)
+        h.update(block)
+        n += len(block)
+    if expected_size is not None and n != expected_size:
+        raise _Retryable(f"connection closed after {n} of {expected_size} bytes")
+    return n, h.hexdigest()
+
+
+def _fetch_once(url, tmp, timeout):
+    local = _local_path(url)
+    with open(tmp, "wb") as out:
+        if local is not None:
+            if not os.path.isfile(local):
+                raise DownloadError(f"{url}: no such file")
+            with open(local, "rb") as src:
+                return _copy_stream(src, out)
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                length = response.headers.get("Content-Length")
+                return _copy_stream(response, out, int(length) if length and length.isdigit() else None)
+        except urllib.error.HTTPError as e:
+            if e.code in (408, 429) or e.code >= 500:
+                raise _Retryable(f"HTTP {e.code} {e.reason}") from e
+            raise DownloadError(f"{url}: HTTP {e.code} {e.reason}") from e
+        except (urllib.error.URLError, OSError, TimeoutError) as e:
+            reason = getattr(e, "reason", e)
+            raise _Retryable(str(reason)) from e
+
+
+def manual_placement_hint(url, out, sha256):
+    dest = os.path.abspath(out)
+    pinned = f"\n  expected sha256: {sha256}" if sha256 else ""
+    return (f"Download it on a machine with network access (e.g. the cluster's login node):\n"
+            f"  wget -O {dest} '{url}'\n"
+            f"or place the file there by hand:\n  {dest}{pinned}\n"
+            f"then rerun Snakemake; it is verified and nothing is downloaded again.")
+
+
+def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None):
+    """Fetch url to out (atomically); returns the file's sha256. Raises DownloadError."""
+    sha256 = sha256.lower() if sha256 else None
+    name = os.path.basename(out)
+    if os.path.exists(out):
+        actual = sha256_of(out)
+        if sha256 is None or actual == sha256:
+            _log(log, f"download: {out} already present (sha256 {actual}); nothing downloaded")
+            return actual
+        _log(log, f"download: {out} is present but its sha256 is {actual}, not {sha256}; fetching again")
+        os.remove(out)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    tmp = f"{out}.tmp"
+    errors = []
+    try:
+        for attempt in range(1, retries + 1):
+            try:
+                _log(log, f"download: {url} -> {out} (attempt {attempt}/{retries})")
+                t0 = time.time()
+                size, actual = _fetch_once(url, tmp, timeout)
+                break
+            except _Retryable as e:
+                errors.append(str(e))
+                _log(log, f"download: attempt {attempt} failed: {e}")
+                if attempt < retries:
+                    time.sleep(backoff * 2 ** (attempt - 1))
+        else:
+            raise DownloadError(
+                f"cannot download {url} ({errors[-1]}; {retries} attempts).\n"
+                f"This machine may have no network access. " + manual_placement_hint(url, out, sha256))
+        if sha256 is not None and actual != sha256:
+            raise ChecksumError(
+                f"sha256 mismatch for {name} from {url}:\n  expected {sha256}\n  actual   {actual}\n"
+                f"The file was removed (nothing is kept). Check the URL and the sha256 in the config.")
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    rate = size / max(time.time() - t0, 1e-6) / 1e6
+    _log(log, f"download: {name}: {size} bytes ({rate:.1f} MB/s), sha256 {actual}")
+    if sha256 is None:
+        _log(log, f"WARNING: no sha256 configured for {name}: not verified. To pin it, set\n"
+                  f"  sha256: {actual}\nfor {url} in the config.")
+    return actual
+
+
+def add_arguments(p):
+    p.add_argument("--url", required=True, help="http(s):// or file:// URL, or a path")
+    p.add_argument("--out", required=True, help="destination file")
+    p.add_argument("--sha256", default=None, help="expected sha256 (hex); unchecked if omitted")
+    p.add_argument("--retries", type=int, default=3, help="attempts on network errors (default 3)")
+    p.add_argument("--backoff", type=float, default=2.0,
+                   help="seconds before the 2nd attempt, doubled for each further one (default 2)")
+    p.add_argument("--timeout", type=float, default=60, help="socket timeout in seconds (default 60)")
+    p.add_argument("--log", default=None,
+                   help="progress goes here (appended); a failure is also printed to stderr")
+
+
+def run(args):
+    log = open(args.log, "a", encoding="utf-8") if args.log else None
+    try:
+        download(args.url, args.out, args.sha256, args.retries, args.backoff, args.timeout, log)
+    except DownloadError as e:
+        message = f"lnrepro download: ERROR: {e}"
+        if log:
+            _log(log, message)
+        sys.exit(message)
+    finally:
+        if log:
+            log.close()
