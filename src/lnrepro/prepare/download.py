@@ -8,8 +8,8 @@ message says which URL could not be fetched and where to put the file by hand (a
 compute nodes often have no network while its login node does).
 """
 import hashlib
+import http.client
 import os
-import shutil
 import sys
 import time
 import urllib.error
@@ -86,6 +86,8 @@ def _fetch_once(url, tmp, timeout):
         except (urllib.error.URLError, OSError, TimeoutError) as e:
             reason = getattr(e, "reason", e)
             raise _Retryable(str(reason)) from e
+        except http.client.HTTPException as e:  # e.g. IncompleteRead: a chunked body cut off
+            raise _Retryable(str(e) or type(e).__name__) from e
 
 
 def manual_placement_hint(url, out, sha256):
@@ -100,6 +102,7 @@ def manual_placement_hint(url, out, sha256):
 def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None):
     """Fetch url to out (atomically); returns the file's sha256. Raises DownloadError."""
     sha256 = sha256.lower() if sha256 else None
+    retries = max(1, retries)  # at least one attempt
     name = os.path.basename(out)
     if os.path.exists(out):
         actual = sha256_of(out)

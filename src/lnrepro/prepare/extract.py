@@ -58,6 +58,17 @@ def _check_tar_member(m, archive, seen):
     return name
 
 
+def _check_resolved(m, name, dest, archive):
+    """Where the member really lands, and where a symlink really points, resolving the links
+    extracted before it (a link to "." makes "a/.." look inside while it is the parent)."""
+    root = os.path.realpath(dest)
+    parent = os.path.realpath(os.path.join(root, os.path.dirname(name)))
+    for path in [parent] + ([os.path.realpath(os.path.join(parent, m.linkname))] if m.issym() else []):
+        if os.path.commonpath([root, path]) != root:
+            raise UnsafeArchive(f"{archive}: member '{m.name}' resolves outside the target directory "
+                                f"through a link before it; refusing to extract")
+
+
 def _extract_tar(archive, dest):
     n = 0
     seen = set()
@@ -67,6 +78,7 @@ def _extract_tar(archive, dest):
             seen.add(name)
             if not name:
                 continue
+            _check_resolved(m, name, dest, archive)  # also without tarfile's "data" filter (Python < 3.11.4)
             m.name = name
             if m.islnk():
                 m.linkname = _safe_name(m.linkname, archive)

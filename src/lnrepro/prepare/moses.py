@@ -3,8 +3,9 @@
 sacremoses ports them; this module adds what a byte-for-byte match with the Perl scripts the
 fairseq recipes clone (mosesdecoder master) needs beyond the port:
 
-- `PunctNormalizer`: normalize-punctuation.perl. sacremoses' `MosesPunctNormalizer` with
-  `perl_parity=True` (the Perl script turns a lone ’ into ", not '); the line is normalised
+- `PunctNormalizer`: normalize-punctuation.perl. The substitutions of sacremoses'
+  `MosesPunctNormalizer` with `perl_parity=True` (the Perl script turns a lone ’ into ", not '),
+  without its final strip and with ASCII \\d, as the Perl script reads bytes; the line is normalised
   *with* its newline, as Perl's `$_` holds it: the German rule `s/(\\.+)\\"(\\s*[^<])/\\"$1$2/`
   then also moves a quote before a sentence-final period (`Hallo."` -> `Hallo".`), which the
   newline-less port never does. Languages other than en/cs get the German quote rule, as in Perl.
@@ -30,20 +31,28 @@ _ENDS_WITH_PERIOD = re.compile(r"^(\S+)\.$")
 
 
 class PunctNormalizer:
-    """normalize-punctuation.perl LANG, one line (without its newline) at a time."""
+    """normalize-punctuation.perl LANG, one line (without its newline) at a time.
+
+    The substitutions are sacremoses' (perl_parity), applied here rather than by its
+    `normalize()`, which strips the result: Perl prints leading and trailing spaces as they
+    are (a line of spaces stays " ", which tokenizer.perl then prints as a blank line, not
+    as an empty one). They are compiled with re.ASCII: mosesdecoder's script reads bytes
+    (no :utf8 layer), so its \\d is [0-9] ("٣ %" keeps its space).
+    """
 
     def __init__(self, lang):
-        self._norm = MosesPunctNormalizer(lang, perl_parity=True)
+        subs = MosesPunctNormalizer(lang, perl_parity=True).substitutions
         if lang not in ("en", "cs", "cz", "de", "es", "fr"):
             # Perl applies the "quotation", comma rule to every language but en and cs/cz;
             # sacremoses only to de/es/fr. It comes just before the final number rule.
-            subs = self._norm.substitutions
-            self._norm.substitutions = (subs[:-1] + list(MosesPunctNormalizer.DE_ES_FR_QUOTATION_FOLLOWED_BY_COMMA)
-                                        + subs[-1:])
+            subs = subs[:-1] + list(MosesPunctNormalizer.DE_ES_FR_QUOTATION_FOLLOWED_BY_COMMA) + subs[-1:]
+        self._subs = [(re.compile(pattern, re.ASCII), repl) for pattern, repl in subs]
 
     def __call__(self, line):
-        out = self._norm.normalize(line + "\n")
-        return out[:-1] if out.endswith("\n") else out
+        text = line + "\n"  # Perl's $_ holds the newline; the German quote rule can see it
+        for pattern, repl in self._subs:
+            text = pattern.sub(repl, text)
+        return text[:-1] if text.endswith("\n") else text
 
 
 _non_printing = None

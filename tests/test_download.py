@@ -1,0 +1,266 @@
+"""Fetching and unpacking the real corpora's archives: sha256, atomic output, clear failures,
+and extraction that refuses archives writing outside their folder."""
+import hashlib
+import http.server
+import io
+import tarfile
+import threading
+import zipfile
+
+import pytest
+
+from lnrepro.cli import main
+from lnrepro.prepare.download import ChecksumError, DownloadError, download
+from lnrepro.prepare.extract import UnsafeArchive, extract
+
+UNREACHABLE = "http://127.0.0.1:9/de-en.tgz"  # the discard port: nothing listens, connection refused
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def leftovers(directory):
+    return sorted(p.name for p in directory.iterdir())
+
+
+def make_tar(path, members):
+    """members: [(name, bytes)] regular files, or TarInfo objects (links) as they are."""
+    with tarfile.open(path, "w:gz") as tar:
+        for m in members:
+            if isinstance(m, tarfile.TarInfo):
+                tar.addfile(m)
+            else:
+                info = tarfile.TarInfo(m[0])
+                info.size = len(m[1])
+                tar.addfile(info, io.BytesIO(m[1]))
+    return path
+
+
+def link(name, target, kind=tarfile.SYMTYPE):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info
+
+
+# ---- download ---------------------------------------------------------------------------------
+def test_download_file_url_verified_and_atomic(tmp_path):
+    payload = b"de-en archive bytes\n" * 1000
+    (tmp_path / "src.tgz").write_bytes(payload)
+    out = tmp_path / "downloads" / "de-en.tgz"
+    log = io.StringIO()
+    assert download((tmp_path / "src.tgz").as_uri(), str(out), sha256(payload), log=log) == sha256(payload)
+    assert out.read_bytes() == payload
+    assert leftovers(out.parent) == ["de-en.tgz"]  # no .tmp
+    assert f"sha256 {sha256(payload)}" in log.getvalue()
+    # present and verified: nothing is fetched again, even from a source that is gone
+    (tmp_path / "src.tgz").unlink()
+    download((tmp_path / "src.tgz").as_uri(), str(out), sha256(payload), log=log)
+    assert "already present" in log.getvalue()
+
+
+def test_download_plain_path_without_sha_warns_with_the_hash(tmp_path):
+    (tmp_path / "src.tgz").write_bytes(b"x")
+    log = io.StringIO()
+    download(str(tmp_path / "src.tgz"), str(tmp_path / "out.tgz"), None, log=log)
+    assert "WARNING: no sha256 configured for out.tgz" in log.getvalue()
+    assert f"sha256: {sha256(b'x')}" in log.getvalue()
+
+
+def test_download_checksum_mismatch_keeps_nothing(tmp_path, capsys):
+    (tmp_path / "src.tgz").write_bytes(b"corrupted")
+    downloads = tmp_path / "downloads"
+    wanted = "ab" * 32
+    with pytest.raises(SystemExit) as e:
+        main(["download", "--url", (tmp_path / "src.tgz").as_uri(), "--out", str(downloads / "de-en.tgz"),
+              "--sha256", wanted, "--retries", "1", "--backoff", "0"])
+    message = str(e.value)
+    assert "sha256 mismatch for de-en.tgz" in message
+    assert f"expected {wanted}" in message and f"actual   {sha256(b'corrupted')}" in message
+    assert leftovers(downloads) == []  # neither the file nor its .tmp
+
+
+def test_download_replaces_a_present_file_with_the_wrong_hash(tmp_path):
+    (tmp_path / "src.tgz").write_bytes(b"right")
+    out = tmp_path / "de-en.tgz"
+    out.write_bytes(b"stale partial download")
+    log = io.StringIO()
+    download(str(tmp_path / "src.tgz"), str(out), sha256(b"right"), log=log)
+    assert out.read_bytes() == b"right" and "fetching again" in log.getvalue()
+
+
+def test_unreachable_url_says_where_to_put_the_file(tmp_path):
+    downloads = tmp_path / "resources" / "downloads"
+    log = io.StringIO()
+    with pytest.raises(DownloadError) as e:
+        download(UNREACHABLE, str(downloads / "de-en.tgz"), "cd" * 32, retries=2, backoff=0, timeout=5, log=log)
+    message = str(e.value)
+    assert message.startswith(f"cannot download {UNREACHABLE} (")
+    assert "2 attempts" in message and "no network access" in message
+    assert f"wget -O {downloads / 'de-en.tgz'} '{UNREACHABLE}'" in message
+    assert f"place the file there by hand:\n  {downloads / 'de-en.tgz'}" in message
+    assert f"expected sha256: {'cd' * 32}" in message
+    assert log.getvalue().count("failed") == 2  # each attempt logged, one message raised
+    assert leftovers(downloads) == []
+
+
+def test_unreachable_url_cli_message(tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["download", "--url", UNREACHABLE, "--out", str(tmp_path / "de-en.tgz"),
+              "--retries", "1", "--backoff", "0", "--timeout", "5"])
+    assert str(e.value).startswith(f"lnrepro download: ERROR: cannot download {UNREACHABLE}")
+    assert "by hand" in str(e.value) and leftovers(tmp_path) == []
+
+
+class Server:
+    """A real HTTP server on localhost: serves the files under `www`; the first `cut[name]`
+    requests for a name get its body cut off (Content-Length or chunked)."""
+
+    def __init__(self, www):
+        self.www, self.cut, self.requests = www, {}, []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                name = self.path.lstrip("/")
+                server.requests.append(name)
+                if not (server.www / name).is_file():
+                    self.send_error(404)
+                    return
+                body = (server.www / name).read_bytes()
+                cuts = server.cut.get(name)
+                mode = cuts.pop(0) if cuts else None
+                self.send_response(200)
+                if mode == "chunked":
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.write(b"%x\r\n" % len(body) + body[:10])
+                else:
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body[:10] if mode == "length" else body)
+                self.close_connection = True
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+
+@pytest.fixture
+def server(tmp_path):
+    (tmp_path / "www").mkdir()
+    s = Server(tmp_path / "www")
+    threading.Thread(target=s.httpd.serve_forever, args=(0.05,), daemon=True).start()
+    yield s
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+def test_download_over_http(server, tmp_path):
+    payload = bytes(range(256)) * 5000
+    (server.www / "de-en.tgz").write_bytes(payload)
+    out = tmp_path / "got" / "de-en.tgz"
+    download(f"{server.url}/de-en.tgz", str(out), sha256(payload), log=io.StringIO())
+    assert out.read_bytes() == payload
+    # a 404 is not retried: one clear error, nothing kept
+    with pytest.raises(DownloadError, match="HTTP 404") as e:
+        download(f"{server.url}/missing.tgz", str(tmp_path / "got" / "missing.tgz"), retries=3, backoff=5,
+                 log=io.StringIO())
+    assert f"{server.url}/missing.tgz" in str(e.value)
+    assert server.requests == ["de-en.tgz", "missing.tgz"]
+    assert leftovers(out.parent) == ["de-en.tgz"]
+
+
+@pytest.mark.parametrize("cut", ["length", "chunked"])
+def test_download_retries_a_connection_cut_off(server, tmp_path, cut):
+    payload = b"0123456789" * 1000
+    (server.www / "a.tgz").write_bytes(payload)
+    server.cut["a.tgz"] = [cut, cut]
+    log = io.StringIO()
+    download(f"{server.url}/a.tgz", str(tmp_path / "a.tgz"), sha256(payload), retries=3, backoff=0, log=log)
+    assert (tmp_path / "a.tgz").read_bytes() == payload
+    assert server.requests == ["a.tgz"] * 3 and log.getvalue().count("failed") == 2
+    # cut off every time: one DownloadError after the last attempt, not a traceback
+    server.cut["b.tgz"] = [cut] * 2
+    (server.www / "b.tgz").write_bytes(payload)
+    with pytest.raises(DownloadError, match="2 attempts"):
+        download(f"{server.url}/b.tgz", str(tmp_path / "b.tgz"), retries=2, backoff=0, log=io.StringIO())
+    assert leftovers(tmp_path) == ["a.tgz", "www"]
+
+
+def test_download_makes_at_least_one_attempt(server, tmp_path):
+    (server.www / "a.tgz").write_bytes(b"a")
+    download(f"{server.url}/a.tgz", str(tmp_path / "a.tgz"), retries=0, log=io.StringIO())
+    assert (tmp_path / "a.tgz").read_bytes() == b"a"
+
+
+# ---- extract ----------------------------------------------------------------------------------
+def test_extract_verifies_and_unpacks(tmp_path):
+    archive = make_tar(tmp_path / "de-en.tgz", [("de-en/train.tags.de-en.de", b"Hallo\n"),
+                                                ("de-en/sub/x.en", b"Hi\n")])
+    n = extract(str(archive), str(tmp_path / "de-en"), sha256(archive.read_bytes()), log=io.StringIO())
+    assert n == 2
+    assert (tmp_path / "de-en" / "de-en" / "train.tags.de-en.de").read_bytes() == b"Hallo\n"
+    assert leftovers(tmp_path) == ["de-en", "de-en.tgz"]
+
+
+def test_extract_checksum_mismatch_removes_the_archive(tmp_path):
+    archive = make_tar(tmp_path / "de-en.tgz", [("de-en/a", b"a")])
+    actual = sha256(archive.read_bytes())
+    with pytest.raises(ChecksumError) as e:
+        extract(str(archive), str(tmp_path / "out"), "00" * 32, log=io.StringIO())
+    assert f"expected {'00' * 32}" in str(e.value) and f"actual   {actual}" in str(e.value)
+    assert leftovers(tmp_path) == []
+
+
+def test_extract_rejects_a_truncated_archive(tmp_path):
+    data = make_tar(tmp_path / "full.tgz", [("de-en/a", bytes(range(256)) * 400)]).read_bytes()
+    (tmp_path / "cut.tgz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(DownloadError, match="corrupt or truncated"):
+        extract(str(tmp_path / "cut.tgz"), str(tmp_path / "out"), log=io.StringIO())
+    assert leftovers(tmp_path) == ["cut.tgz", "full.tgz"]
+
+
+UNSAFE = [
+    ("absolute", lambda root: [(str(root / "evil.txt"), b"x")], "absolute path"),
+    ("dotdot", lambda root: [("de-en/../../evil.txt", b"x")], "'..' component"),
+    ("symlink out", lambda root: [link("de-en/link", "../../evil.txt")], "points outside"),
+    ("absolute symlink", lambda root: [link("de-en/link", str(root / "evil.txt"))], "points outside"),
+    # the classic: a link to a directory outside, then a file written through it
+    ("file through symlink", lambda root: [link("de-en/dir", str(root)), ("de-en/dir/evil.txt", b"x")],
+     "points outside"),
+    # a link to "." makes "dir/.." textually inside but really the folder's parent
+    ("symlink chain", lambda root: [link("de-en/here", "."), link("de-en/here/up", "../.."),
+                                    ("de-en/here/up/evil.txt", b"x")], "outside|refusing"),
+    ("hard link out", lambda root: [link("de-en/hard", "../evil.txt", tarfile.LNKTYPE)], "'..' component"),
+    ("fifo", lambda root: [link("de-en/pipe", "", tarfile.FIFOTYPE)], "device file or FIFO"),
+]
+
+
+@pytest.mark.parametrize("data_filter", [True, False], ids=["data filter", "older Python"])
+@pytest.mark.parametrize("kind, members, message", UNSAFE, ids=[u[0] for u in UNSAFE])
+def test_extract_refuses_unsafe_tar_members(tmp_path, monkeypatch, kind, members, message, data_filter):
+    if not data_filter:  # as on Python < 3.11.4: tarfile has no "data" extraction filter
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    # a harmless member first: it must not be left behind either
+    archive = make_tar(work / "bad.tgz", [("de-en/ok.txt", b"fine")] + members(tmp_path))
+    with pytest.raises(UnsafeArchive, match=message):
+        extract(str(archive), str(work / "bad"), log=io.StringIO())
+    assert leftovers(work) == ["bad.tgz"]  # no bad/, no bad.tmp/
+    assert leftovers(tmp_path) == ["work"]  # nothing written outside
+
+
+def test_extract_refuses_unsafe_zip_and_cli_says_so(tmp_path):
+    with zipfile.ZipFile(tmp_path / "bad.zip", "w") as z:
+        z.writestr("de-en/ok.txt", "fine")
+        z.writestr("../evil.txt", "x")
+    with pytest.raises(SystemExit) as e:
+        main(["extract", "--archive", str(tmp_path / "bad.zip"), "--out", str(tmp_path / "bad")])
+    assert "lnrepro extract: ERROR:" in str(e.value) and "refusing to extract" in str(e.value)
+    assert leftovers(tmp_path) == ["bad.zip"]
