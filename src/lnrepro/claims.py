@@ -1,0 +1,191 @@
+"""The claims table: each claim of the paper, the number it reports, ours, the tolerance, pass/fail.
+
+Claims are data (the config's ``claims:`` section); each names a kind, the inputs it compares
+and an accepted range ``[min, max]`` for our number. Kinds:
+- ``gap``: metric(a) - metric(b) of two runs (|...| with ``abs: true``), at the final or best epoch;
+- ``sooner``: the first epoch at which run a is as good as run b's final value, over b's epochs;
+- ``dominates``: |metric(a) - metric(b)| / |metric(c) - metric(d)|, one change against another;
+- ``table``: a statistic of selected rows of a results table (``fig3``, ``theory``): value, mean,
+  last_over_first, max_over_min, fit_exponent; ``divide_by`` divides by the same statistic of
+  other rows.
+A run's missing value (it diverged before any checkpoint) counts as the worst: BLEU 0, loss inf.
+"""
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HIGHER_IS_BETTER = {"bleu": True, "valid_loss": False, "valid_nll": False, "train_loss": False, "train_nll": False}
+COLUMNS = ["claim", "figure", "paper", "paper_value", "ours", "tolerance", "result", "detail"]
+RUN_KEYS = ("a", "b", "c", "d")
+
+
+def curve(runs_dir, run, metric):
+    """(epochs, values) of one run's metric, diverged rows and missing values dropped."""
+    runs_dir = Path(runs_dir)
+    if metric == "bleu":
+        table = pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
+    else:
+        table = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
+    table = table[table[metric].notna()]
+    return table.epoch.to_numpy(), table[metric].to_numpy(dtype=float)
+
+
+def worst(metric):
+    return 0.0 if HIGHER_IS_BETTER[metric] else math.inf
+
+
+def run_value(runs_dir, run, metric, at="final"):
+    _, values = curve(runs_dir, run, metric)
+    if len(values) == 0:
+        return worst(metric)
+    if at == "final":
+        return float(values[-1])
+    return float(values.max() if HIGHER_IS_BETTER[metric] else values.min())
+
+
+def gap(spec, runs_dir, tables):
+    metric, at = spec["metric"], spec.get("at", "final")
+    a, b = run_value(runs_dir, spec["a"], metric, at), run_value(runs_dir, spec["b"], metric, at)
+    value = abs(a - b) if spec.get("abs") else a - b
+    return value, f"{metric} ({at}): {spec['a']} {a:.3g}, {spec['b']} {b:.3g}"
+
+
+def sooner(spec, runs_dir, tables):
+    metric = spec["metric"]
+    b_epochs, b_values = curve(runs_dir, spec["b"], metric)
+    a_epochs, a_values = curve(runs_dir, spec["a"], metric)
+    target = b_values[-1]
+    reached = a_values >= target if HIGHER_IS_BETTER[metric] else a_values <= target
+    if not reached.any():
+        return math.inf, f"{spec['a']} never reaches {spec['b']}'s final {metric} {target:.3g}"
+    epoch = int(a_epochs[reached.argmax()])
+    return epoch / int(b_epochs[-1]), (f"{spec['a']} reaches {spec['b']}'s final {metric} {target:.3g} "
+                                       f"(epoch {int(b_epochs[-1])}) at epoch {epoch}")
+
+
+def dominates(spec, runs_dir, tables):
+    metric, at = spec["metric"], spec.get("at", "final")
+    v = {k: run_value(runs_dir, spec[k], metric, at) for k in RUN_KEYS}
+    big, small = abs(v["a"] - v["b"]), abs(v["c"] - v["d"])
+    ratio = big / small if small > 0 else math.inf
+    return ratio, (f"{metric} ({at}): abs({spec['a']} - {spec['b']}) = {big:.3g} vs "
+                   f"abs({spec['c']} - {spec['d']}) = {small:.3g}")
+
+
+def select(table, where):
+    """Rows whose columns equal the given values (numbers compared as numbers)."""
+    keep = pd.Series(True, index=table.index)
+    for col, want in where.items():
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            keep &= np.isclose(pd.to_numeric(table[col], errors="coerce"), want)
+        else:
+            keep &= table[col].astype(str) == str(want)
+    return table[keep]
+
+
+def statistic(rows, name, x, y):
+    rows = rows.sort_values(x, kind="stable") if x in rows else rows
+    values = rows[y].to_numpy(dtype=float)
+    if name == "value":
+        if len(values) != 1:
+            raise ValueError(f"statistic 'value' needs exactly one row, selected {len(values)}")
+        return float(values[0])
+    if name == "mean":
+        return float(values.mean())
+    if name == "last_over_first":
+        return float(values[-1] / values[0])
+    if name == "max_over_min":
+        return float(values.max() / values.min())
+    if name == "fit_exponent":  # y ~ x^k
+        return float(np.polyfit(np.log(rows[x].to_numpy(dtype=float)), np.log(values), 1)[0])
+    raise ValueError(f"unknown statistic {name!r}")
+
+
+def table_claim(spec, runs_dir, tables):
+    table = tables[spec["source"]]
+    x, y, stat = spec.get("x", "x"), spec.get("y", "mean" if "mean" in table else "measured"), spec["statistic"]
+    rows = select(table, spec.get("select", {}))
+    if rows.empty:
+        raise ValueError(f"no rows of {spec['source']} match {spec.get('select')}")
+    value = statistic(rows, stat, x, y)
+    detail = f"{stat} of {y} over {len(rows)} rows of {spec['source']}"
+    if spec.get("divide_by"):
+        other = select(table, spec["divide_by"])
+        if other.empty:
+            raise ValueError(f"no rows of {spec['source']} match divide_by {spec['divide_by']}")
+        denominator = statistic(other, stat, x, y)
+        detail += f": {value:.3g} / {denominator:.3g}"
+        value /= denominator
+    return value, detail
+
+
+KINDS = {"gap": gap, "sooner": sooner, "dominates": dominates, "table": table_claim}
+
+
+def tolerance_text(spec):
+    lo, hi = spec.get("min"), spec.get("max")
+    if lo is not None and hi is not None:
+        return f"in [{lo:g}, {hi:g}]"
+    return f">= {lo:g}" if lo is not None else f"<= {hi:g}" if hi is not None else "(reported only)"
+
+
+def passes(value, spec):
+    lo, hi = spec.get("min"), spec.get("max")
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    return (lo is None or value >= lo) and (hi is None or value <= hi)
+
+
+def evaluate(claims, runs_dir, tables):
+    """One row per claim, grouped by figure, then by name."""
+    rows = []
+    for name, spec in sorted(claims.items(), key=lambda kv: (kv[1].get("figure", ""), kv[0])):
+        try:
+            value, detail = KINDS[spec["kind"]](spec, runs_dir, tables)
+        except (KeyError, ValueError) as e:
+            raise SystemExit(f"claims.{name}: {e}") from e
+        rows.append({"claim": name, "figure": spec.get("figure", ""), "paper": spec["paper"],
+                     "paper_value": spec.get("paper_value", ""), "ours": value, "tolerance": tolerance_text(spec),
+                     "result": "PASS" if passes(value, spec) else "FAIL", "detail": detail})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return "inf" if math.isinf(v) else f"{v:.3g}"
+    return str(v)
+
+
+def markdown(table, title):
+    passed = int((table.result == "PASS").sum())
+    lines = [f"# {title}", "", f"{passed} of {len(table)} claims pass.", "",
+             "| claim | figure | the paper says | paper | ours | accepted | result | how |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in table.itertuples():
+        cells = [r.claim, r.figure, r.paper, fmt(r.paper_value), fmt(r.ours), r.tolerance,
+                 f"**{r.result}**", r.detail]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def add_arguments(p):
+    p.add_argument("--spec", required=True, help="JSON: {claim: {kind, paper, ...}} (the config's claims)")
+    p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
+    p.add_argument("--tables", nargs="*", default=[], help="NAME=CSV results tables the table claims read")
+    p.add_argument("--title", default="Claims of Xiong et al. 2020, checked on our numbers")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+
+
+def run(args):
+    claims = json.loads(args.spec)
+    tables = {name: pd.read_csv(path) for name, path in (t.split("=", 1) for t in args.tables)}
+    table = evaluate(claims, args.runs_dir, tables)
+    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.csv, index=False)
+    Path(args.md).write_text(markdown(table, args.title), encoding="utf-8")
+    print(markdown(table, args.title))
+    return 0

@@ -1,0 +1,65 @@
+# Fig 3 (Xiong et al. §3.4): FFN gradient norms of N-N models at initialization, one probe job per
+# norm placement and depth (no training), and of the Post-LN run's checkpoint after its warm-up.
+rule probe_gradients:
+    input:
+        unpack(probe_data),
+    output:
+        grads="results/probe/init/{norm}_{layers}L/grads.csv",
+        concentration="results/probe/init/{norm}_{layers}L/concentration.csv",
+    wildcard_constraints:
+        norm="post|pre",
+        layers="[0-9]+",
+    params:
+        flags=probe_flags,
+        data_dir=probe_bin_dir,
+    threads: threads("train")
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/probe/init/{norm}_{layers}L.log",
+    benchmark:
+        "benchmarks/probe/init/{norm}_{layers}L.tsv"
+    shell:
+        "lnrepro probe-gradients --data {params.data_dir} --norm {wildcards.norm} --layers {wildcards.layers}"
+        " {params.flags} --threads {threads} --grads-out {output.grads}"
+        " --concentration-out {output.concentration} > {log} 2>&1"
+
+
+rule probe_after_warmup:
+    input:
+        unpack(warmup_probe_inputs),
+    output:
+        grads="results/probe/after_warmup/{run}/grads.csv",
+        concentration="results/probe/after_warmup/{run}/concentration.csv",
+    params:
+        flags=warmup_probe_flags,
+        data_dir=probe_bin_dir,
+    threads: threads("train")
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/probe/after_warmup/{run}.log",
+    benchmark:
+        "benchmarks/probe/after_warmup/{run}.tsv"
+    shell:
+        "lnrepro probe-gradients --data {params.data_dir} --checkpoint-metrics {input.metrics}"
+        " {params.flags} --threads {threads} --grads-out {output.grads}"
+        " --concentration-out {output.concentration} > {log} 2>&1"
+
+
+rule plot_gradient_norms:
+    input:
+        unpack(gradient_figure_inputs),
+    output:
+        pdf=report("results/figures/fig3.pdf", caption="../report/fig3.rst", category="Figures"),
+        csv=report("results/figures/fig3.csv", caption="../report/table.rst", category="Tables"),
+        summary="results/figures/fig3_summary.csv",
+    params:
+        spec=gradient_figure_spec,
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/figures/fig3.log",
+    shell:
+        "lnrepro plot-gradients --spec {params.spec:q} --grads {input.grads} --concentration {input.concentration}"
+        " --pdf {output.pdf} --csv {output.csv} --summary {output.summary} > {log} 2>&1"

@@ -1,0 +1,19 @@
+# Lemmas 2-3, Theorem 1 and the concentration property of Xiong et al. §3.3, measured in the
+# paper's simplified setting (W^Q = W^K = 0, Gaussian inputs) on model.py's layers. No data.
+rule check_theory:
+    output:
+        pdf=report("results/figures/theory.pdf", caption="../report/theory.rst", category="Figures"),
+        csv=report("results/figures/theory.csv", caption="../report/table.rst", category="Tables"),
+        checks=report("results/figures/theory_checks.csv", caption="../report/table.rst", category="Tables"),
+    params:
+        flags=theory_flags,
+    threads: threads("train")
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/theory/check_theory.log",
+    benchmark:
+        "benchmarks/theory/check_theory.tsv"
+    shell:
+        "lnrepro theory {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
+        " --checks {output.checks} > {log} 2>&1"
