@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from . import __version__
+from . import __version__, launch
 from .batching import collate, epoch_order, make_batches
 from .data import Dictionary, ParallelData
 from .model import ModelConfig, Transformer, label_smoothed_loss
@@ -110,10 +110,24 @@ def add_arguments(p):
             p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=f.default)
         else:
             p.add_argument(flag, type=type(f.default), default=f.default)
+    p.add_argument("--nodes", type=int, default=1, help="nodes to train on (several: inside a SLURM job, via srun)")
+    p.add_argument("--gpus", type=int, default=1,
+                   help="processes per node: one per GPU (CPU workers with --device cpu); see lnrepro.launch")
+
+
+def config_args(cfg, skip=("threads",)):
+    """The command-line flags that recreate cfg (for the worker processes of a launch)."""
+    args = []
+    for key, value in cfg.as_dict().items():
+        if key not in skip:
+            args += ["--" + key.replace("_", "-"), str(value)]
+    return args
 
 
 def run(args):
     cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
+    if launch.run(args.nodes, args.gpus, cfg.threads, ["--data", args.data, "--out", args.out] + config_args(cfg)):
+        return 0  # not reached: the launch replaced this process
     return train(cfg, Path(args.data), Path(args.out))
 
 
@@ -173,13 +187,14 @@ def evaluate_loss(model, data, batches, cfg, device, autocast):
     return loss / ntok / LN2, nll / ntok / LN2
 
 
-def resume_state(ckpt_dir, cfg):
-    """The last complete epoch's state, or None; stale state of other settings is removed."""
+def resume_state(ckpt_dir, cfg, world=1):
+    """The last complete epoch's state, or None; stale state of other settings is removed.
+    The number of processes counts as a setting: it sets the batch of every update."""
     last = ckpt_dir / "last.pt"
     if not last.exists():
         return None
     state = torch.load(last, weights_only=True, map_location="cpu")
-    if state["fingerprint"] != cfg.fingerprint():
+    if state["fingerprint"] != cfg.fingerprint() or state.get("world", 1) != world:
         log(f"{last}: written for other settings; starting afresh")
         shutil.rmtree(ckpt_dir)
         ckpt_dir.mkdir(parents=True)
@@ -249,10 +264,10 @@ def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
     model = model.to(device)
     optimizer = build_optimizer(cfg, model.parameters(), device)
     rows, updates, start_epoch = [], 0, 1
-    state = resume_state(ckpt_dir, cfg) if main_process else None  # rank 0 removes stale state first
+    state = resume_state(ckpt_dir, cfg, env.world) if main_process else None  # rank 0 removes stale state first
     env.barrier()
     if not main_process:
-        state = resume_state(ckpt_dir, cfg)
+        state = resume_state(ckpt_dir, cfg, env.world)
     if state:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -336,7 +351,7 @@ def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
             for key in ("train_loss", "valid_loss", "lr", "grad_norm", "tokens_per_s"):
                 board.add_scalar(key, row[key], epoch)
         if main_process:
-            save_epoch(model, optimizer, cfg, rows, epoch, updates, ckpt_dir)
+            save_epoch(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, env.world)
             write_metrics(rows, out_dir / "progress.csv")
         env.barrier()
     if main_process:
@@ -345,13 +360,13 @@ def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
     return 0
 
 
-def save_epoch(model, optimizer, cfg, rows, epoch, updates, ckpt_dir):
+def save_epoch(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, world=1):
     """Weights of this epoch (for evaluation) and the full resumable state, each written atomically."""
     model_cfg = dataclasses.asdict(model.cfg)
     atomic_save({"model": model.state_dict(), "model_config": model_cfg, "epoch": epoch}, ckpt_dir / f"epoch{epoch}.pt")
     atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "model_config": model_cfg,
                  "train_config": cfg.as_dict(), "fingerprint": cfg.fingerprint(), "epoch": epoch,
-                 "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__},
+                 "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__, "world": world},
                 ckpt_dir / "last.pt")
 
 

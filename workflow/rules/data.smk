@@ -22,6 +22,9 @@ rule generate_corpus:
         corpus=generated_corpora(),
     params:
         flags=generator_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -39,6 +42,9 @@ rule prepare_iwslt14:
         corpus=source_corpora("iwslt14"),
     params:
         langs=lang_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -56,6 +62,9 @@ rule prepare_wmt14:
         corpus=source_corpora("wmt14"),
     params:
         flags=wmt_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -75,6 +84,9 @@ rule prepare_local:
         corpus=source_corpora("local"),
     params:
         flags=local_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -93,6 +105,9 @@ rule copy_tokenized:
         split="train|valid|test",
     params:
         raw=raw_file,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -113,6 +128,9 @@ rule tokenize:
         raw=raw_file,
         flags=tokenizer_flags,
     threads: threads("data")
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -132,6 +150,9 @@ rule clean_corpus:
         tgt="results/data/{corpus}/clean/train.tgt",
     params:
         flags=clean_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -150,6 +171,9 @@ rule lowercase:
         part="trainvalid|train|valid|test",
     params:
         flag=case_flag,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -171,6 +195,9 @@ rule split_valid:
         corpus=split_valid_corpora(),
     params:
         every=valid_every,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -187,6 +214,9 @@ rule bpe_learn:
         tgt="results/data/{corpus}/text/train.tgt",
     output:
         "results/data/{corpus}/bpe{merges}/codes",
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -206,6 +236,9 @@ rule bpe_apply:
     wildcard_constraints:
         split="train|valid|test",
     threads: threads("data")
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -224,6 +257,9 @@ rule bpe_apply_uncleaned:
         corpus=clean_after_bpe_corpora(),
         split="train|valid",
     threads: threads("data")
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -244,6 +280,9 @@ rule clean_bpe:
         split="train|valid",
     params:
         flags=clean_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -260,6 +299,9 @@ rule check_counts:
         "results/data/{corpus}/bpe{merges}/counts.tsv",
     params:
         flags=count_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -276,6 +318,9 @@ rule binarize:
         data=expand("results/data/{{corpus}}/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),
     params:
         prefix=bpe_prefix,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -24,6 +24,9 @@ rule extract_archive:
         directory("resources/extracted/{unpacked}"),
     params:
         flags=extract_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -11,6 +11,11 @@ rule evaluate:
         flags=decode_flags,
         data_dir=run_bin_dir,
     threads: threads("evaluate")
+    resources:
+        mem_mb=mem_mb("evaluate"),
+        runtime=runtime("evaluate"),
+        gpu=eval_gpu,
+        gpu_model=eval_gpu_model,
     conda:
         "../../envs/lnrepro.yaml"
     log:

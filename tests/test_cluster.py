@@ -1,0 +1,180 @@
+"""Cluster set-up without a cluster: what jobs ask SLURM for, how a training launches its
+processes, the profiles, and the conda environment against pyproject.toml. (The same against a
+real SLURM: test_slurm.py.)"""
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from lnrepro import launch
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+
+# ---- envs/lnrepro.yaml agrees with pyproject.toml ------------------------------------------------
+def pyproject():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def conda_env():
+    """(python version, {name: Requirement}) of envs/lnrepro.yaml's pip section."""
+    deps = yaml.safe_load((ROOT / "envs" / "lnrepro.yaml").read_text())["dependencies"]
+    python = next(d.split("=", 1)[1] for d in deps if isinstance(d, str) and d.startswith("python="))
+    pip = next(d["pip"] for d in deps if isinstance(d, dict) and "pip" in d)
+    reqs = [Requirement(line) for line in pip if not line.startswith("-e")]
+    return python, {canonicalize_name(r.name): r for r in reqs}
+
+
+def test_conda_env_pins_agree_with_pyproject():
+    """Every dependency in both, the env's exact pins inside pyproject's ranges, ranges identical."""
+    python, env = conda_env()
+    project = pyproject()
+    assert SpecifierSet(project["requires-python"]).contains(python)
+    deps = [Requirement(d) for d in project["dependencies"]]
+    wanted = {canonicalize_name(d.name) for d in deps if not d.marker or d.marker.evaluate({"python_version": python})}
+    assert set(env) == wanted, f"only in env: {set(env) - wanted}; only in pyproject: {wanted - set(env)}"
+    for dep in deps:
+        pinned = env.get(canonicalize_name(dep.name))
+        if pinned is None:
+            continue
+        exact = [s.version for s in pinned.specifier if s.operator == "=="]
+        if exact:
+            assert dep.specifier.contains(exact[0]), f"{dep.name}: env pins {exact[0]}, pyproject says {dep.specifier}"
+        else:
+            assert pinned.specifier == dep.specifier, f"{dep.name}: env {pinned.specifier} != pyproject {dep.specifier}"
+
+
+def test_setup_installs_the_torch_the_env_pins():
+    setup = (ROOT / "workflow" / "scripts" / "setup.sh").read_text()
+    default = re.search(r"TORCH_SPEC:-([^}]+)\}", setup).group(1)
+    assert str(conda_env()[1]["torch"]) == default
+
+
+# ---- profiles --------------------------------------------------------------------------------------
+def profile(name):
+    return yaml.safe_load((ROOT / "profiles" / name / "config.yaml").read_text())
+
+
+def test_slurm_profile_retries_with_more_time_and_memory():
+    p = profile("slurm")
+    assert p["executor"] == "slurm" and p["retries"] >= 1 and p["jobs"] >= 1
+    assert {"attempt" in str(p["default-resources"][k]) for k in ("runtime", "mem_mb")} == {True}
+
+
+def test_no_cluster_executor_in_the_workflow_profile():
+    """profiles/default beside the Snakefile applies to every run, the local demo included."""
+    default = ROOT / "profiles" / "default" / "config.yaml"
+    assert not default.exists() or "executor" not in (yaml.safe_load(default.read_text()) or {})
+
+
+@pytest.mark.parametrize("name", ["profiles/slurm", "profiles/local"])
+def test_profiles_plan_the_demo(name):
+    proc = subprocess.run(SNAKEMAKE + ["results/figures/fig4.pdf", "-n", "--profile", name], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_profile_named_slurm_resolves_after_setup():
+    """The README's `snakemake --profile slurm ...` from the repo root (setup.sh installed it)."""
+    from snakemake.common import get_appdirs
+    if not (Path(get_appdirs().user_config_dir) / "slurm").exists():
+        pytest.skip("no ~/.config/snakemake/slurm: run workflow/scripts/setup.sh")
+    proc = subprocess.run(SNAKEMAKE + ["--profile", "slurm", "results/figures/fig4.pdf", "-n"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Using profile slurm" in proc.stdout + proc.stderr
+
+
+# ---- what each job asks for ------------------------------------------------------------------------
+def planned_resources(workdir, cfg, targets):
+    """{(rule, wildcards): {resource: value}} from a dry run."""
+    (workdir / "c.yaml").write_text(yaml.safe_dump(cfg))
+    out = subprocess.run(SNAKEMAKE + targets + ["-n", "--cores", "64", "--configfile", "c.yaml"], cwd=workdir,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    jobs = {}
+    for block in re.split(r"\n(?=rule \w+:)", out.stdout):
+        rule = re.match(r"rule (\w+):", block)
+        res = re.search(r"^\s+resources: (.*)$", block, re.M)
+        if rule and res:
+            wc = re.search(r"^\s+wildcards: (.*)$", block, re.M)
+            threads = re.search(r"^\s+threads: (\d+)", block, re.M)
+            values = dict(kv.split("=", 1) for kv in res.group(1).split(", "))
+            values["threads"] = threads.group(1) if threads else "1"
+            jobs[(rule.group(1), wc.group(1) if wc else "")] = values
+    return jobs
+
+
+def test_jobs_ask_for_gpus_nodes_and_tasks_from_the_config(tmp_path):
+    shutil.copy(ROOT / "Snakefile", tmp_path)
+    for d in ("workflow", "config", "envs"):
+        shutil.copytree(ROOT / d, tmp_path / d)
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    cfg = {k: demo[k] for k in ("corpora", "models", "train_defaults", "threads")}
+    cfg["runs"] = {"cpu": {}, "one": {"device": "cuda", "gpus": 2}, "two": {"device": "cuda", "nodes": 2, "gpus": 4}}
+    cfg["figures"] = {}
+    cfg["resources"] = {"gpu": "auto", "gpu_model": "a100", "train": {"mem_mb": 1000, "runtime": 30}}
+    jobs = planned_resources(tmp_path, cfg, [f"results/eval/{r}/bleu.csv" for r in cfg["runs"]])
+    train = {wc.split("=")[1]: r for (rule, wc), r in jobs.items() if rule == "train"}
+    evaluate = {wc.split("=")[1]: r for (rule, wc), r in jobs.items() if rule == "evaluate"}
+    # device cpu: no GPU anywhere
+    assert "gpu" not in train["cpu"] and "gpu" not in evaluate["cpu"] and "nodes" not in train["cpu"]
+    # one node, 2 GPUs: sbatch --gpus=a100:2, two training processes' threads
+    assert (train["one"]["gpu"], train["one"]["gpu_model"], train["one"]["threads"]) == ("2", "a100", "2")
+    # two nodes x 4 GPUs: one task per node, the GPUs per node, the rule's own srun (mpi)
+    two = train["two"]
+    assert (two["nodes"], two["tasks"], two["mpi"]) == ("2", "2", "srun") and "gpu" not in two
+    assert two["slurm_extra"] == "--ntasks-per-node=1 --gpus-per-node=a100:4"
+    assert all(evaluate[r]["gpu"] == "1" for r in ("one", "two"))
+    assert (train["cpu"]["mem_mb"], train["cpu"]["runtime"]) == ("1000", "30")  # attempt 1: as configured
+    for (rule, _), r in jobs.items():  # data rules: CPU only
+        if rule not in ("train", "evaluate"):
+            assert "gpu" not in r and "nodes" not in r, (rule, r)
+
+
+# ---- how a training starts its processes ------------------------------------------------------------
+ARGS = ["--data", "d", "--out", "o"]
+
+
+def test_one_process_trains_in_place():
+    assert launch.command(1, 1, 4, ARGS, env={}) is None
+
+
+def test_one_node_several_processes_use_torchrun_standalone():
+    cmd = launch.command(1, 2, 8, ARGS, env={})
+    assert cmd[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    assert cmd[-2:] == ["--threads", "4"] and cmd[cmd.index("lnrepro.cli") + 1] == "train"
+
+
+def test_several_nodes_in_slurm_use_srun_and_a_rendezvous_on_the_first_node(monkeypatch):
+    monkeypatch.setattr(launch, "first_node_address", lambda job: "10.0.0.7")
+    cmd = launch.command(2, 4, 8, ARGS, env={"SLURM_JOB_ID": "42"})
+    assert cmd[:6] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--cpus-per-task=8",
+                       "--kill-on-bad-exit=1"]
+    assert "--nnodes=2" in cmd and "--nproc-per-node=4" in cmd and "--rdzv-backend=c10d" in cmd
+    assert "--rdzv-endpoint=10.0.0.7:20042" in cmd and cmd[-2:] == ["--threads", "2"]
+
+
+def test_several_nodes_outside_slurm_run_every_process_here():
+    cmd = launch.command(2, 4, 8, ARGS, env={})
+    assert "--nproc-per-node=8" in cmd and "--standalone" in cmd and cmd[-2:] == ["--threads", "1"]
+
+
+def test_a_checkpoint_is_resumed_only_by_the_same_number_of_processes(toy_data, tmp_path):
+    """Each process takes its own batch, so 2 processes train other updates than 1: no mixing."""
+    from lnrepro.train import TrainConfig, resume_state, train
+    cfg = TrainConfig(enc_layers=1, dec_layers=1, d_model=16, ffn_dim=32, heads=2, max_tokens=400, epochs=1,
+                      device="cpu", threads=1)
+    train(cfg, toy_data, tmp_path)
+    assert resume_state(tmp_path / "checkpoints", cfg, world=1)["epoch"] == 1
+    assert resume_state(tmp_path / "checkpoints", cfg, world=2) is None
+    assert not (tmp_path / "checkpoints" / "last.pt").exists()
