@@ -3,6 +3,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -32,3 +33,12 @@ def toy_data(tmp_path_factory):
         save_split(d / f"{name}.pt", [vocab.encode(a) for a, _ in pairs], [vocab.encode(b) for _, b in pairs])
     (d / "test.ref").write_text("\n".join(b for _, b in splits["test"]) + "\n")
     return d
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny tensors: one thread is fastest, and the machine is shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -13,13 +13,7 @@ from lnrepro.data import Dictionary, ParallelData
 from lnrepro.model import ModelConfig, Transformer
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one thread is fastest, and the machine is shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_model(toy_data, norm="post", layers=2):

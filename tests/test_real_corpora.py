@@ -10,9 +10,6 @@ prepare-wmt14en2de.sh --icml17 produce for these inputs.
 """
 import hashlib
 import io
-import shutil
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -21,24 +18,9 @@ import yaml
 
 from lnrepro import data
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+from workflow_helpers import ROOT, snakemake, workflow_copy
+
 MERGES = {"iwslt14": 100, "wmt14": 100, "mine": 40, "mine_tok": 40}
-
-
-def workflow_copy(dest):
-    """Snakefile, workflow/, config/ and envs/ in a scratch directory."""
-    shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
-    for d in ("workflow", "config", "envs"):
-        shutil.copytree(ROOT / d, dest / d)
-    return dest
-
-
-def snakemake(workdir, *args, check=True):
-    proc = subprocess.run(SNAKEMAKE + list(args), cwd=workdir, capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
 
 
 def lines(text):

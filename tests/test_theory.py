@@ -8,13 +8,7 @@ import torch
 from lnrepro import theory
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one thread is fastest, and the machine is shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_paper_init_zeroes_query_and_key_and_draws_the_rest_with_variance_one_over_d():

@@ -5,8 +5,6 @@ import sys
 import time
 
 import pandas as pd
-import pytest
-import torch
 
 from lnrepro.train import TrainConfig, load_model, train
 

@@ -20,7 +20,7 @@ import torch
 
 from .batching import collate, make_batches
 from .data import PAD, Dictionary, ParallelData
-from .model import FeedForward, ModelConfig, Transformer, label_smoothed_loss
+from .model import ModelConfig, Transformer, label_smoothed_loss
 from .theory import EPSILONS, concentration
 from .train import load_model, pick_device
 

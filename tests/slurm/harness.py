@@ -14,7 +14,6 @@ executable, and `down` stops exactly those.
 """
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
