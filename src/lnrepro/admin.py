@@ -50,20 +50,23 @@ def profile(model: Transformer, src, prev):
     return result
 
 
-def load_omegas(model: Transformer, path):
+def set_omegas(model: Transformer, omegas, source="omegas"):
     """Set every Admin sublayer's omega (a d-vector) to its profiled scalar."""
-    omegas = json.loads(Path(path).read_text())
     for side in ("encoder", "decoder"):
         subs = admin_sublayers(getattr(model, side))
         if len(subs) != len(omegas[side]):
-            raise ValueError(f"{path}: {len(omegas[side])} {side} omegas for {len(subs)} Admin sublayers")
+            raise ValueError(f"{source}: {len(omegas[side])} {side} omegas for {len(subs)} Admin sublayers")
         for s, w in zip(subs, omegas[side]):
             s.omega.data.fill_(w)
 
 
+def load_omegas(model: Transformer, path):
+    set_omegas(model, json.loads(Path(path).read_text()), path)
+
+
 def add_arguments(p):
     add_train_arguments(p)  # the run's own settings: same model, seed and first batch as training
-    p.add_argument("--omega-out", required=True, help="omega.json")
+    p.add_argument("--omega-out", required=True, help="omega.json (--out, required by the shared flags, is unused)")
 
 
 def run(args):

@@ -2,7 +2,9 @@
 
 Reads the run's metrics.csv for its checkpoints; a diverged epoch has none and is skipped.
 Writes OUT (bleu.csv: epoch, bleu, signature, decoding settings) and the hypotheses of every
-epoch beside it, so any score can be checked by hand.
+epoch beside it, so any score can be checked by hand. With ``--average-last N`` it decodes
+instead one model, the parameter average of the last N epoch checkpoints (fairseq's
+average_checkpoints.py, as the Admin recipes use with N = 10): one row, at the last epoch.
 """
 import csv
 import math
@@ -20,7 +22,7 @@ from .data import Dictionary, ParallelData
 from .train import load_model, pick_device
 
 COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen",
-           "sentences", "sentences_per_s", "signature"]
+           "sentences", "sentences_per_s", "signature", "averaged"]
 
 
 def add_arguments(p):
@@ -37,6 +39,8 @@ def add_arguments(p):
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--target-lang", default="en", help="for detokenization")
+    p.add_argument("--average-last", type=int, default=0,
+                   help="decode only the average of the last N epoch checkpoints (0: every epoch)")
     p.add_argument("--out", required=True, help="bleu.csv")
 
 
@@ -50,6 +54,16 @@ def decode(model, data, vocab, beam, lenpen, max_len_a, max_len_b, batch_sentenc
         for i, toks in zip(idx, beam_search(model, src, beam, lenpen, max_len_a, max_len_b)):
             hyps[i] = vocab.decode(toks)
     return hyps
+
+
+def average_checkpoints(paths, device="cpu"):
+    """A model whose every parameter and buffer is the mean over the checkpoints (all one architecture)."""
+    models = [load_model(p, device) for p in paths]
+    states = [m.state_dict() for m in models]
+    mean = {k: sum(s[k].double() for s in states).div(len(states)).to(v.dtype) if v.is_floating_point() else v
+            for k, v in states[-1].items()}
+    models[-1].load_state_dict(mean)
+    return models[-1]
 
 
 def detokenize(lines, lang):
@@ -74,13 +88,19 @@ def run(args):
     run_dir = Path(args.metrics).parent
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
-    for r in epochs:
-        model = load_model(run_dir / r["checkpoint"], device)
+    models = [(r, 0, lambda r=r: load_model(run_dir / r["checkpoint"], device)) for r in epochs]
+    if args.average_last > 0:  # a run that diverged before any checkpoint leaves the table empty
+        last = epochs[-args.average_last:]
+        models = [(last[-1], len(last), lambda: average_checkpoints([run_dir / r["checkpoint"] for r in last], device))
+                  ] if last else []
+    for r, averaged, build in models:
+        model = build()
         t0 = time.time()
         hyps = decode(model, data, vocab, args.beam, args.lenpen, args.max_len_a, args.max_len_b,
                       args.batch_sentences, device)
         elapsed = time.time() - t0
-        (out.parent / f"hyp_epoch{r['epoch']}.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+        name = f"hyp_avg{averaged}_epoch{r['epoch']}.txt" if averaged else f"hyp_epoch{r['epoch']}.txt"
+        (out.parent / name).write_text("\n".join(hyps) + "\n", encoding="utf-8")
         score, signature = tokenized_bleu(hyps, refs)
         split_score, _ = compound_split_bleu(hyps, refs)
         detok = math.nan
@@ -88,7 +108,8 @@ def run(args):
             detok = detokenized_bleu(detokenize(hyps, args.target_lang), raw_refs)[0].score
         rows.append({"epoch": int(r["epoch"]), "bleu": score.score, "bleu_compound_split": split_score.score,
                      "sacrebleu_detok": detok, "split": args.split, "beam": args.beam, "lenpen": args.lenpen,
-                     "sentences": len(hyps), "sentences_per_s": len(hyps) / elapsed, "signature": signature})
+                     "sentences": len(hyps), "sentences_per_s": len(hyps) / elapsed, "signature": signature,
+                     "averaged": averaged})
         print(f"epoch {r['epoch']}: BLEU {score.score:.2f} ({len(hyps) / elapsed:.0f} sentences/s)",
               file=sys.stderr, flush=True)
     tmp = out.with_suffix(".tmp")

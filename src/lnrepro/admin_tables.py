@@ -1,0 +1,142 @@
+"""Tables 1 and 2 of Liu et al. 2020 from the runs' own metrics and BLEU tables.
+
+A run's outcome: ``diverged`` when the trainer recorded a divergence (loss NaN or exploded),
+``not converged`` when its final validation loss stays above the spec's ``converged_below``
+(bits/token; a run stuck on a plateau trains without exploding), else ``converged``. Its BLEU
+is the last epoch's of eval/RUN/bleu.csv, or of eval/RUN/bleu_avgN.csv where the spec averages
+the last N checkpoints for that run. Table 1 joins each norm combination's outcome with the
+gradient-vanishing verdict measured at initialization (lnrepro gradient-vanishing).
+"""
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .figures import NORM_LABELS
+
+NORMS = ("post", "pre", "admin")  # row order of the tables
+COLUMNS = ["table", "row", "column", "run", "status", "bleu", "bleu_std", "seeds", "valid_loss", "epochs", "averaged",
+           "vanishing", "decoder_bottom_over_top"]
+
+
+def run_outcome(runs_dir, run, converged_below=None, average_last=0):
+    """{'status', 'bleu', 'valid_loss', 'epochs', 'averaged'} of one run."""
+    runs_dir = Path(runs_dir)
+    metrics = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
+    name = f"bleu_avg{average_last}.csv" if average_last else "bleu.csv"
+    bleu = pd.read_csv(runs_dir / "eval" / run / name)
+    finished = metrics[metrics.diverged == 0]
+    valid = float(finished.valid_loss.iloc[-1]) if len(finished) else math.nan
+    if metrics.diverged.any():
+        status = "diverged"
+    elif converged_below is not None and not valid < converged_below:
+        status = "not converged"
+    else:
+        status = "converged"
+    return {"status": status, "bleu": float(bleu.bleu.iloc[-1]) if len(bleu) else math.nan, "valid_loss": valid,
+            "epochs": int(metrics.epoch.max()), "averaged": average_last}
+
+
+def outcome(spec, runs_dir, run):
+    """A run's outcome under the spec's threshold, its BLEU averaged as the spec says (run -> N)."""
+    return run_outcome(runs_dir, run, spec.get("converged_below"), spec.get("average_last", {}).get(run, 0))
+
+
+def cell_text(o):
+    """BLEU and the final validation loss (bits/token), or the run's failure."""
+    if o["status"] == "diverged":
+        return "diverged"
+    if o["status"] == "not converged":
+        return f"not converged ({o['bleu']:.2f}, valid {o['valid_loss']:.2f})"
+    return f"{o['bleu']:.2f} (valid {o['valid_loss']:.2f})"
+
+
+def table1(spec, runs_dir, vanishing):
+    """Rows: encoder, decoder, gradient vanishing at init, training outcome."""
+    verdict = {r.combination: r for r in vanishing.itertuples()}
+    rows = []
+    for r in spec["table1"]["rows"]:
+        combo = f"{r['enc']}/{r['dec']}"
+        o = outcome(spec, runs_dir, r["run"])
+        v = verdict[combo]
+        rows.append({"table": 1, "row": NORM_LABELS[r["enc"]], "column": NORM_LABELS[r["dec"]], "run": r["run"], **o,
+                     "vanishing": int(v.vanishing), "decoder_bottom_over_top": float(v.decoder_bottom_over_top)})
+    return rows
+
+
+def table2(spec, runs_dir):
+    """One row per norm: a cell per depth, then the mean +- std over the seeds of the second corpus."""
+    t2 = spec["table2"]
+    rows = []
+    for norm in (n for n in NORMS if n in t2["runs"]):
+        for layers, run in zip(t2["depths"], t2["runs"][norm]):
+            rows.append({"table": 2, "row": NORM_LABELS[norm], "column": f"{t2['corpus_label']} {layers}L", "run": run,
+                         **outcome(spec, runs_dir, run)})
+    seed_runs = t2.get("seed_runs", {})
+    for norm, runs in ((n, seed_runs[n]) for n in NORMS if n in seed_runs):
+        outs = [outcome(spec, runs_dir, run) for run in runs]
+        ok = [o["bleu"] for o in outs if o["status"] == "converged"]
+        failed = len(outs) - len(ok)
+        rows.append({"table": 2, "row": NORM_LABELS[norm], "column": t2.get("seed_label", "seeds"),
+                     "run": " ".join(runs),
+                     "status": "converged" if not failed else f"{failed}/{len(outs)} failed",
+                     "bleu": float(np.mean(ok)) if ok else math.nan,
+                     "valid_loss": float(np.mean([o["valid_loss"] for o in outs])),
+                     "bleu_std": float(np.std(ok, ddof=1)) if len(ok) > 1 else 0.0, "seeds": len(ok),
+                     "epochs": max(o["epochs"] for o in outs), "averaged": outs[0]["averaged"]})
+    return rows
+
+
+def seed_cell(r):
+    """'35.64 ± 0.23' (sample std over the converged seeds), with the failures named."""
+    if math.isnan(r["bleu"]):
+        return r["status"]
+    text = f"{r['bleu']:.2f} ± {r['bleu_std']:.2f}"
+    return text if r["status"] == "converged" else f"{text} ({r['status']})"
+
+
+def markdown(rows, title, note):
+    """A grid: norms down, depths (and the seed column) across; seed cells are the rows with 'seeds'."""
+    columns = list(dict.fromkeys(r["column"] for r in rows))
+    lines = [f"# {title}", "", "| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for label in dict.fromkeys(r["row"] for r in rows):
+        cells = {r["column"]: seed_cell(r) if "seeds" in r else cell_text(r) for r in rows if r["row"] == label}
+        lines.append(f"| {label} | " + " | ".join(cells.get(c, "") for c in columns) + " |")
+    return "\n".join(lines + ["", note, ""])
+
+
+def table1_markdown(rows, title, note):
+    lines = [f"# {title}", "", "| Encoder | Decoder | Gradient vanishing at init | Training | BLEU | valid loss |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        vanishing = "yes" if r["vanishing"] else "no"
+        lines.append(f"| {r['row']} | {r['column']} | {vanishing} (decoder bottom/top gradient "
+                     f"{r['decoder_bottom_over_top']:.3g}) | {r['status']} | {r['bleu']:.2f} | {r['valid_loss']:.2f} |")
+    return "\n".join(lines + ["", note, ""])
+
+
+def add_arguments(p):
+    p.add_argument("--table", type=int, choices=[1, 2], required=True)
+    p.add_argument("--spec", required=True, help="JSON: table1 or table2, converged_below, average_last {run: N}")
+    p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu*.csv")
+    p.add_argument("--vanishing", default=None, help="Table 1: the summary CSV of lnrepro gradient-vanishing")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+
+
+def run(args):
+    spec = json.loads(args.spec)
+    if args.table == 1:
+        rows = table1(spec, args.runs_dir, pd.read_csv(args.vanishing))
+        text = table1_markdown(rows, spec["table1"]["title"], spec["table1"].get("paper", ""))
+    else:
+        rows = table2(spec, args.runs_dir)
+        text = markdown(rows, spec["table2"]["title"], spec["table2"].get("paper", ""))
+    for path in (args.csv, args.md):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(args.csv, index=False)
+    Path(args.md).write_text(text, encoding="utf-8")
+    print(text)
+    return 0

@@ -1,0 +1,166 @@
+"""Figs 7-8 of Liu et al. 2020: beta_{i,j}, how much sublayer i's output depends on branch j.
+
+Liu et al. §4.1 write the normalized output of sublayer i as x_i = sum_{j<=i} beta_{i,j} a_j/std(a_j),
+a_j the output of residual branch j (j = 0: the embeddings), so beta_{i,j} is the share of branch j
+in x_i. We measure it exactly instead of from variances: one forward pass (dropout off) records
+every sublayer's input x, branch output a and omega; the residual stream is carried as a sum of
+components, one per branch. A Post-LN/Admin LayerNorm LN(a + omega x) is linear once its per-token
+mean and std are fixed, so it maps each component c to g (c - mean(c)) / std(stream) and the
+components still add up to the sublayer output; Pre-LN only appends a. Then
+beta_{i,j} = sqrt(sum over tokens of Var_d(component j) / sum over tokens of Var_d(stream)).
+"""
+import csv
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from .batching import collate, make_batches  # noqa: E402
+from .data import PAD, Dictionary, ParallelData  # noqa: E402
+from .figures import NORM_LABELS  # noqa: E402
+from .model import ModelConfig, Transformer  # noqa: E402
+from .probe import pick_batches  # noqa: E402
+from .sublayer_probe import init_model  # noqa: E402
+from .train import load_model  # noqa: E402
+
+LN_EPS = 1e-5
+STATES = ("init", "trained")
+
+
+def record_sublayers(model: Transformer, src, prev):
+    """[(side, module, x, a)] for every residual sublayer in forward order, and the stacks' inputs."""
+    records, inputs = [], {}
+
+    def keep(module, args, _out):
+        x, fn = args
+        records.append((module, x.detach(), fn(x).detach()))  # eval mode: the branch recomputes exactly
+
+    def stack_input(side):
+        return lambda _m, _a, out: inputs.__setitem__(side, out.detach())
+
+    hooks = [s.register_forward_hook(keep) for s in model.residual_sublayers()]
+    hooks += [model.encoder.embed.register_forward_hook(stack_input("encoder")),
+              model.decoder.embed.register_forward_hook(stack_input("decoder"))]
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(src, prev)
+    finally:
+        for h in hooks:
+            h.remove()
+    n_enc = 2 * model.cfg.enc_layers
+    return {"encoder": (inputs["encoder"], records[:n_enc]), "decoder": (inputs["decoder"], records[n_enc:])}
+
+
+def token_var(c):
+    return c.var(-1, unbiased=False)
+
+
+@torch.no_grad()
+def dependency_matrix(x0, sublayers, mask):
+    """beta (M x (M+1)) of one stack: row i = sublayer i's output, column j = branch j (0: input).
+    sublayers: [(module, x, a)]; mask (B, T): the real tokens."""
+    comps, const = [x0], torch.zeros_like(x0)
+    beta = torch.zeros(len(sublayers), len(sublayers) + 1)
+    for i, (module, _x, a) in enumerate(sublayers):
+        if module.norm == "pre":
+            comps.append(a)
+        else:
+            omega = module.omega if module.norm == "admin" else 1.0
+            comps, const = [omega * c for c in comps] + [a], omega * const
+            z = sum(comps) + const
+            std = (token_var(z) + LN_EPS).sqrt().unsqueeze(-1)
+            ln = module.layer_norm
+            comps = [ln.weight * (c - c.mean(-1, keepdim=True)) / std for c in comps]
+            const = ln.weight * (const - const.mean(-1, keepdim=True)) / std + ln.bias
+        total = token_var(sum(comps))[mask].sum()
+        for j, c in enumerate(comps):
+            beta[i, j] = (token_var(c)[mask].sum() / total).sqrt()
+    return beta
+
+
+def layer_dependency(model, src, prev):
+    """{'encoder': beta, 'decoder': beta} of one batch."""
+    stacks = record_sublayers(model, src, prev)
+    masks = {"encoder": src != PAD, "decoder": prev != PAD}
+    return {side: dependency_matrix(x0, subs, masks[side]) for side, (x0, subs) in stacks.items()}
+
+
+def last_checkpoint(metrics_csv):
+    """The run's last epoch checkpoint (a diverged run: the last before it diverged)."""
+    with open(metrics_csv, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["checkpoint"]]
+    if not rows:
+        raise SystemExit(f"{metrics_csv}: no checkpoint (diverged in its first epoch)")
+    return Path(metrics_csv).parent / rows[-1]["checkpoint"]
+
+
+def run_models(run, settings, runs_dir, vocab_size, batch):
+    """(state, model) at initialization (the run's seed; Admin profiled on the batch) and trained."""
+    names = {f.name for f in fields(ModelConfig)}
+    cfg = ModelConfig(vocab_size=vocab_size, **{k: v for k, v in settings.items() if k in names})
+    yield "init", init_model(cfg, settings.get("seed", 1), batch)
+    yield "trained", load_model(last_checkpoint(Path(runs_dir) / "train" / run / "metrics.csv"))
+
+
+def measure(spec, runs_dir, data, vocab_size):
+    rows = []
+    for run, settings in spec["runs"].items():
+        batches = make_batches(data, settings.get("max_tokens", 4096), seed=1)
+        batch = collate(data, pick_batches(batches, 1, settings.get("seed", 1))[0])
+        for state, model in run_models(run, settings, runs_dir, vocab_size, batch):
+            for side, beta in layer_dependency(model, *batch[:2]).items():
+                for i in range(beta.shape[0]):
+                    for j in range(i + 2):
+                        rows.append({"run": run, "norm": settings["enc_norm"], "layers": settings["enc_layers"],
+                                     "state": state, "side": side, "i": i + 1, "j": j, "beta": beta[i, j].item()})
+    return pd.DataFrame(rows)
+
+
+def draw(table, title, pdf):
+    """One row of heatmaps per run and state, encoder and decoder side by side."""
+    panels = list(table.groupby(["run", "state"], sort=False))
+    fig, axes = plt.subplots(len(panels), 2, figsize=(8, 3 * len(panels)), squeeze=False, layout="constrained")
+    for row, ((run, state), t) in zip(axes, panels):
+        for ax, side in zip(row, ("encoder", "decoder")):
+            s = t[t.side == side]
+            grid = s.pivot(index="i", columns="j", values="beta")
+            rows, cols = grid.shape  # axes in the paper's indices: i from 1, j from 0
+            im = ax.imshow(grid.to_numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto",
+                           extent=(-0.5, cols - 0.5, rows + 0.5, 0.5))
+            ax.set_title(f"{NORM_LABELS[s.norm.iloc[0]]} {s.layers.iloc[0]}L {state}: {side}", fontsize=9)
+            ax.set_xlabel("branch j (0: embeddings)")
+            ax.set_ylabel("sublayer output i")
+        fig.colorbar(im, ax=row.tolist(), shrink=0.8, label="beta")
+    fig.suptitle(title, fontsize=11)
+    fig.savefig(pdf)
+    plt.close(fig)
+
+
+def add_arguments(p):
+    p.add_argument("--spec", required=True, help="JSON: title, runs {run: its settings}")
+    p.add_argument("--data", required=True, help="binarized data dir of the runs' corpus (dict.txt, train.pt)")
+    p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and its checkpoints")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--pdf", required=True)
+    p.add_argument("--csv", required=True)
+
+
+def run(args):
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    spec = json.loads(args.spec)
+    data_dir = Path(args.data)
+    vocab = Dictionary.load(data_dir / "dict.txt")
+    table = measure(spec, args.runs_dir, ParallelData.load(data_dir / "train.pt"), len(vocab))
+    for path in (args.csv, args.pdf):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.csv, index=False)
+    draw(table, spec["title"], args.pdf)
+    return 0

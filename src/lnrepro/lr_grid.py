@@ -1,0 +1,81 @@
+"""Fig 10 of Liu et al. 2020: RAdam without warm-up over learning rate x beta2, per norm.
+
+One heatmap per norm (Post-LN, Pre-LN, Admin): a cell per (lr, beta2) run, coloured by its
+final BLEU and labelled with it, or grey and labelled with its outcome when the run diverged or
+did not converge (outcomes as in lnrepro.admin_tables). The paper: Post-LN diverges in 7 of 15
+settings (large lr, small beta2), Pre-LN and Admin in none.
+"""
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .admin_tables import outcome  # noqa: E402
+from .figures import NORM_LABELS  # noqa: E402
+
+COLUMNS = ["norm", "lr", "beta2", "run", "status", "bleu", "valid_loss", "epochs"]
+
+
+def grid_table(spec, runs_dir):
+    rows = []
+    for cell in spec["lr_grid"]["cells"]:
+        o = outcome(spec, runs_dir, cell["run"])
+        rows.append({"norm": cell["norm"], "lr": cell["lr"], "beta2": cell["beta2"], "run": cell["run"],
+                     **{k: o[k] for k in ("status", "bleu", "valid_loss", "epochs")}})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def draw(table, title, pdf):
+    norms = list(dict.fromkeys(table.norm))
+    ok = table[table.status == "converged"].bleu
+    vmin, vmax = (ok.min(), ok.max()) if len(ok) else (0, 1)
+    fig, axes = plt.subplots(1, len(norms), figsize=(3.8 * len(norms), 3.4), squeeze=False)
+    for ax, norm in zip(axes[0], norms):
+        t = table[table.norm == norm]
+        lrs, betas = sorted(t.lr.unique()), sorted(t.beta2.unique())
+        grid = np.full((len(lrs), len(betas)), np.nan)
+        for r in t.itertuples():
+            i, j = lrs.index(r.lr), betas.index(r.beta2)
+            if r.status == "converged":
+                grid[i, j] = r.bleu
+            text = f"{r.bleu:.1f}" if r.status == "converged" else r.status.replace("not converged", "not conv.")
+            ax.text(j, i, text, ha="center", va="center", fontsize=8)
+        ax.imshow(np.where(np.isnan(grid), vmin, grid), cmap="Greens", vmin=vmin, vmax=max(vmax, vmin + 1e-9),
+                  origin="lower", aspect="auto", alpha=0.85)
+        ax.imshow(np.where(np.isnan(grid), 1.0, math.nan), cmap="Greys", vmin=0, vmax=2, origin="lower",
+                  aspect="auto")  # failed cells in grey
+        failed = int((t.status != "converged").sum())
+        ax.set_title(f"{NORM_LABELS[norm]}: {failed}/{len(t)} failed", fontsize=10)
+        ax.set_xticks(range(len(betas)), [str(b) for b in betas])
+        ax.set_yticks(range(len(lrs)), [f"{lr:g}" for lr in lrs])
+        ax.set_xlabel("beta2")
+        ax.set_ylabel("learning rate")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(pdf)
+    plt.close(fig)
+
+
+def add_arguments(p):
+    p.add_argument("--spec", required=True,
+                   help="JSON: lr_grid {title, cells [{norm, lr, beta2, run}]}, converged_below, average_last {run: N}")
+    p.add_argument("--runs-dir", default="results")
+    p.add_argument("--pdf", required=True)
+    p.add_argument("--csv", required=True)
+
+
+def run(args):
+    spec = json.loads(args.spec)
+    table = grid_table(spec, args.runs_dir)
+    for path in (args.csv, args.pdf):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.csv, index=False)
+    draw(table, spec["lr_grid"]["title"], args.pdf)
+    print(table.to_string(index=False))
+    return 0

@@ -1,0 +1,157 @@
+"""Fig 2 of Liu et al. 2020: how much a small parameter change moves the output, vs depth.
+
+For every norm (post, pre, admin) and depth N (N-N models at initialization, Admin with omega
+profiled on the batch): F(x, W) is the decoder's top hidden state (dropout off) on one training
+batch, and the output change is Var[F(x, W) - F(x, W*)] (mean square over all elements) for
+- ``random``: W* = W - delta * sign(N(0, 1)) for every parameter (Theorem 4.2's perturbation),
+- ``adam``: W* = W after one Adam update on the batch's loss (lr delta).
+Theorem 4.2: Post-LN grows as O(N), Pre-LN as O(log N), Admin like Pre-LN at initialization.
+Each (norm, kind) gets least-squares lines against N and against ln N; the paper reads the
+growth from which of the two fits better.
+"""
+import copy
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from .batching import collate  # noqa: E402
+from .data import PAD  # noqa: E402
+from .figures import NORM_LABELS  # noqa: E402
+from .model import ModelConfig, label_smoothed_loss  # noqa: E402
+from .probe import pick_batches  # noqa: E402
+from .sublayer_probe import add_init_probe_arguments, init_model, load_init_probe  # noqa: E402
+
+KINDS = ("random", "adam")
+FIT_COLUMNS = ["norm", "kind", "growth", "slope", "intercept", "r", "better_fit"]
+
+
+@torch.no_grad()
+def outputs(model, src, prev):
+    """The decoder's top hidden states (after Pre-LN's final LayerNorm), before the tied output
+    projection: a perturbed projection would add the same change at every depth."""
+    top = model.decoder.final_norm or model.decoder.layers[-1]
+    captured = []
+    hook = top.register_forward_hook(lambda _m, _a, out: captured.append(out) and None)
+    try:
+        model.eval()
+        model(src, prev)
+    finally:
+        hook.remove()
+    return captured[0]
+
+
+@torch.no_grad()
+def perturb_sign(model, delta, generator):
+    """W <- W - delta * sign(N(0,1)), one independent draw per parameter entry."""
+    for p in model.parameters():
+        p -= delta * torch.randn(p.shape, generator=generator).sign()
+
+
+def adam_step(model, src, prev, tgt, lr, label_smoothing):
+    """One Adam update on the batch's per-token loss (dropout off: the change is the update's alone)."""
+    model.eval()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss, _ = label_smoothed_loss(model(src, prev), tgt, label_smoothing)
+    (loss / (tgt != PAD).sum()).backward()
+    opt.step()
+
+
+def output_change(model, batch, kind, delta, seed, label_smoothing):
+    """Var[F(x,W) - F(x,W*)]; the model is changed in place."""
+    src, prev, tgt = batch
+    before = outputs(model, src, prev)
+    if kind == "random":
+        perturb_sign(model, delta, torch.Generator().manual_seed(seed))
+    else:
+        adam_step(model, src, prev, tgt, delta, label_smoothing)
+    return (outputs(model, src, prev) - before).pow(2).mean().item()
+
+
+def measure(model_kwargs, norms, depths, seeds, data, batches, delta, label_smoothing):
+    rows = []
+    for norm in norms:
+        for layers in depths:
+            cfg = ModelConfig(**model_kwargs, enc_layers=layers, dec_layers=layers, enc_norm=norm, dec_norm=norm)
+            for seed in range(1, seeds + 1):
+                batch = collate(data, pick_batches(batches, 1, seed)[0])
+                model = init_model(cfg, seed, batch)
+                for kind in KINDS:
+                    change = output_change(copy.deepcopy(model), batch, kind, delta, seed, label_smoothing)
+                    rows.append({"norm": norm, "layers": layers, "seed": seed, "kind": kind, "output_change": change})
+    return pd.DataFrame(rows)
+
+
+def line_fit(x, y):
+    """Least squares y = slope * x + intercept, and Pearson's r."""
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(slope), float(intercept), float(np.corrcoef(x, y)[0, 1])
+
+
+def fit_growth(table):
+    """Per norm and kind: fits against N and against ln N of the mean change; the better by r."""
+    rows = []
+    mean = table.groupby(["norm", "kind", "layers"], as_index=False, sort=False).output_change.mean()
+    for (norm, kind), t in mean.groupby(["norm", "kind"], sort=False):
+        n = t.layers.to_numpy(dtype=float)
+        fits = {"linear": line_fit(n, t.output_change), "log": line_fit(np.log(n), t.output_change)}
+        better = max(fits, key=lambda g: fits[g][2])
+        for growth, (slope, intercept, r) in fits.items():
+            rows.append({"norm": norm, "kind": kind, "growth": growth, "slope": slope, "intercept": intercept,
+                         "r": r, "better_fit": better})
+    return pd.DataFrame(rows, columns=FIT_COLUMNS)
+
+
+def draw(table, fits, title, pdf):
+    """One panel per perturbation kind; the fitted line each norm is expected to follow."""
+    expected = {"post": "linear", "pre": "log", "admin": "log"}
+    mean = table.groupby(["norm", "kind", "layers"], as_index=False, sort=False).output_change.mean()
+    fig, axes = plt.subplots(1, len(KINDS), figsize=(11, 3.8))
+    for ax, kind in zip(axes, KINDS):
+        for norm, t in mean[mean.kind == kind].groupby("norm", sort=False):
+            (line,) = ax.plot(t.layers, t.output_change, "o", label=NORM_LABELS[norm])
+            f = fits[(fits.norm == norm) & (fits.kind == kind) & (fits.growth == expected[norm])].iloc[0]
+            n = np.linspace(t.layers.min(), t.layers.max(), 100)
+            x = n if f.growth == "linear" else np.log(n)
+            ax.plot(n, f.slope * x + f.intercept, "-", color=line.get_color(), lw=1,
+                    label=f"{'a N + b' if f.growth == 'linear' else 'a ln N + b'}, r={f.r:.3f}")
+        ax.set_title({"random": "W* = W - delta sign(N(0,1))", "adam": "W* = one Adam update"}[kind], fontsize=10)
+        ax.set_xlabel("layers N (N-N model)")
+        ax.set_ylabel("|F(x,W) - F(x,W*)|^2 (mean)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(pdf)
+    plt.close(fig)
+
+
+def add_arguments(p):
+    add_init_probe_arguments(p)
+    p.add_argument("--depths", type=int, nargs="+", required=True)
+    p.add_argument("--norms", nargs="+", default=["post", "pre", "admin"])
+    p.add_argument("--delta", type=float, default=1e-4, help="perturbation size and the Adam step's lr")
+    p.add_argument("--title", default="Liu et al. Fig 2: output change vs depth at initialization")
+    p.add_argument("--pdf", required=True)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--fits", required=True, help="CSV: slope, intercept and r of each fit")
+
+
+def run(args):
+    model_kwargs, data, batches = load_init_probe(args)
+    table = measure(model_kwargs, args.norms, args.depths, args.seeds, data,
+                    batches, args.delta, args.label_smoothing)
+    fits = fit_growth(table)
+    for path in (args.csv, args.fits, args.pdf):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.csv, index=False)
+    fits.to_csv(args.fits, index=False)
+    draw(table, fits, args.title, args.pdf)
+    print(json.dumps(fits.to_dict("records"), indent=1))
+    return 0

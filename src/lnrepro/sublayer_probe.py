@@ -1,0 +1,102 @@
+"""Per-sublayer measurements at initialization (Liu et al. 2020 §3.1, Fig 5 and Table 1).
+
+A model is built exactly as a run's training starts it (the run's settings and seed, Admin's
+profiled omega), one training batch goes through it with the trainer's loss, and the gradient
+of that loss with respect to every residual sublayer's output is recorded. Liu et al. plot these
+norms relative to the largest of each stack: only the Post-LN decoder loses gradient on its way
+down, at its encoder-attention sublayers.
+"""
+from pathlib import Path
+
+import torch
+
+from .admin import profile, set_omegas
+from .batching import make_batches
+from .data import PAD, Dictionary, ParallelData
+from .model import Transformer, label_smoothed_loss
+from .probe import str2bool
+
+# sublayer kinds in forward order within one layer
+ENCODER_KINDS = ("self_attn", "ffn")
+DECODER_KINDS = ("self_attn", "enc_attn", "ffn")
+
+
+def sublayer_labels(model):
+    """(side, layer from 1, kind) of every residual sublayer, in model.residual_sublayers() order."""
+    cfg = model.cfg
+    return ([("encoder", i, k) for i in range(1, cfg.enc_layers + 1) for k in ENCODER_KINDS]
+            + [("decoder", i, k) for i in range(1, cfg.dec_layers + 1) for k in DECODER_KINDS])
+
+
+def init_model(model_config, seed, batch=None):
+    """The model training starts from: seeded init, and for Admin omega profiled on `batch`."""
+    torch.manual_seed(seed)
+    model = Transformer(model_config)
+    if "admin" in (model_config.enc_norm, model_config.dec_norm):
+        if batch is None:
+            raise ValueError("an Admin model needs a batch to profile its omega on")
+        set_omegas(model, profile(model, *batch[:2]))
+    return model
+
+
+def output_gradient_norms(model, src, prev, tgt, label_smoothing):
+    """||dL/d(output of sublayer i)||_F for every residual sublayer, dropout off (the expected
+    gradient at init without dropout noise); L is the trainer's per-token loss."""
+    outputs = []
+
+    def keep(_module, _args, out):
+        out.retain_grad()
+        outputs.append(out)
+
+    hooks = [s.register_forward_hook(keep) for s in model.residual_sublayers()]
+    try:
+        model.eval()
+        model.zero_grad(set_to_none=True)
+        loss, _ = label_smoothed_loss(model(src, prev), tgt, label_smoothing)
+        (loss / (tgt != PAD).sum()).backward()
+    finally:
+        for h in hooks:
+            h.remove()
+    return [o.grad.norm().item() for o in outputs]
+
+
+def relative_norms(labels, norms):
+    """Rows of the figure: each norm divided by the largest of its stack (encoder or decoder)."""
+    top = {side: max(n for (s, _, _), n in zip(labels, norms) if s == side) for side, _, _ in labels}
+    return [{"side": side, "layer": layer, "kind": kind, "index": i, "grad_norm": n, "relative": n / top[side]}
+            for i, ((side, layer, kind), n) in enumerate(zip(labels, norms))]
+
+
+def decoder_bottom_over_top(rows):
+    """How much of the gradient reaches the decoder's first sublayer: its norm over the last's."""
+    dec = [r for r in rows if r["side"] == "decoder"]
+    return dec[0]["grad_norm"] / dec[-1]["grad_norm"]
+
+
+# ---- command-line helpers shared by the init-time probes (Fig 2, Fig 5) ----
+MODEL_ARGUMENTS = (("d_model", int, 512), ("ffn_dim", int, 2048), ("heads", int, 8), ("dropout", float, 0.1),
+                   ("attn_dropout", float, 0.0), ("act_dropout", float, 0.0))
+
+
+def add_init_probe_arguments(p):
+    """Data, width (defaults: transformer base) and batches of an init-time probe; depth is its own."""
+    p.add_argument("--data", required=True, help="binarized data dir (dict.txt, train.pt)")
+    for name, kind, default in MODEL_ARGUMENTS:
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=default)
+    p.add_argument("--share-all-embeddings", type=str2bool, default=False)
+    p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--seeds", type=int, default=3, help="seeds 1..N: initialization and the batch drawn")
+    p.add_argument("--threads", type=int, default=0)
+
+
+def load_init_probe(args):
+    """(ModelConfig keywords without depth and norms, training data, its batches)."""
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    data_dir = Path(args.data)
+    vocab = Dictionary.load(data_dir / "dict.txt")
+    data = ParallelData.load(data_dir / "train.pt")
+    kwargs = {name: getattr(args, name) for name, _, _ in MODEL_ARGUMENTS}
+    kwargs.update(vocab_size=len(vocab), share_all_embeddings=args.share_all_embeddings)
+    return kwargs, data, make_batches(data, args.max_tokens, seed=1)

@@ -1,0 +1,235 @@
+"""Liu et al. 2020 (Admin) experiments on tiny models and fabricated runs: Fig 5's gradient
+vanishing, Fig 2's output change and its fits, Tables 1-2, the lr grid, checkpoint averaging,
+Figs 7-8's layer dependency."""
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from lnrepro.admin_tables import markdown, run_outcome, table1, table1_markdown, table2
+from lnrepro.evaluate import average_checkpoints
+from lnrepro.layer_dependency import dependency_matrix, layer_dependency
+from lnrepro.lr_grid import draw as draw_grid, grid_table
+from lnrepro.model import ModelConfig, ResidualSublayer
+from lnrepro.output_change import fit_growth, output_change
+from lnrepro.sublayer_probe import (decoder_bottom_over_top, init_model, output_gradient_norms, relative_norms,
+                                    sublayer_labels)
+
+VOCAB = 60
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models: torch's thread pool costs more than it saves, 40x on a shared 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny(layers, enc="post", dec="post", d=32):
+    return ModelConfig(vocab_size=VOCAB, d_model=d, ffn_dim=2 * d, heads=4, enc_layers=layers, dec_layers=layers,
+                       dropout=0.1, enc_norm=enc, dec_norm=dec)
+
+
+def random_batch(seed=0, sentences=8, length=10):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, VOCAB, (sentences, length), generator=g)
+    tgt = torch.randint(4, VOCAB, (sentences, length), generator=g)
+    prev = torch.cat([torch.full((sentences, 1), 2), tgt[:, :-1]], dim=1)
+    return src, prev, tgt
+
+
+# ---- Fig 5 / Table 1: gradient vanishing at init ----
+def vanishing_rows(enc, dec, layers=12):
+    batch = random_batch()
+    model = init_model(tiny(layers, enc, dec), seed=1, batch=batch)
+    return relative_norms(sublayer_labels(model), output_gradient_norms(model, *batch, label_smoothing=0.1))
+
+
+def test_only_the_postln_decoder_loses_its_gradient():
+    post, hybrid, pre = vanishing_rows("post", "post"), vanishing_rows("post", "pre"), vanishing_rows("pre", "pre")
+    assert decoder_bottom_over_top(post) < 0.5  # shrinks at every encoder-attention sublayer
+    assert decoder_bottom_over_top(hybrid) > 0.5 and decoder_bottom_over_top(pre) > 0.5
+    enc = [r["grad_norm"] for r in post if r["side"] == "encoder"]
+    assert enc[0] / enc[-1] > 0.5  # the Post-LN encoder does not vanish
+
+
+def test_relative_norms_are_per_stack_and_in_forward_order():
+    rows = vanishing_rows("pre", "pre", layers=2)
+    assert [(r["side"], r["layer"], r["kind"]) for r in rows[:4]] == [
+        ("encoder", 1, "self_attn"), ("encoder", 1, "ffn"), ("encoder", 2, "self_attn"), ("encoder", 2, "ffn")]
+    assert [r["kind"] for r in rows[4:7]] == ["self_attn", "enc_attn", "ffn"]
+    for side in ("encoder", "decoder"):
+        assert max(r["relative"] for r in rows if r["side"] == side) == pytest.approx(1.0)
+
+
+def test_admin_init_sets_profiled_omegas():
+    model = init_model(tiny(3, "admin", "admin"), seed=1, batch=random_batch())
+    omegas = [s.omega[0].item() for s in model.residual_sublayers()]
+    assert omegas[0] == 1.0 and omegas[6] == 1.0  # r_1 = 1 on each side (encoder: 6 sublayers)
+    assert omegas[5] > omegas[1] > 1.0  # grows with the variance the earlier branches add
+
+
+# ---- Fig 2: output change ----
+def mean_change(norm, layers, kind="random", seeds=3):
+    changes = []
+    for seed in range(1, seeds + 1):
+        batch = random_batch(seed, sentences=16, length=20)
+        model = init_model(tiny(layers, norm, norm), seed, batch)
+        changes.append(output_change(model, batch, kind, 1e-4, seed, 0.1))
+    return float(np.mean(changes))
+
+
+def test_postln_output_change_grows_faster_with_depth_than_preln_and_admin():
+    growth = {norm: mean_change(norm, 18) / mean_change(norm, 2) for norm in ("post", "pre", "admin")}
+    assert growth["post"] > 3.0  # measured 5.7 (O(N)); Pre-LN and Admin 3.1 (O(log N))
+    assert growth["post"] > 1.4 * growth["pre"] and growth["post"] > 1.4 * growth["admin"]
+
+
+def test_adam_step_changes_the_output():
+    assert mean_change("post", 2, kind="adam", seeds=1) > 0
+
+
+def test_fit_growth_tells_linear_from_logarithmic():
+    n = np.array([2, 4, 8, 16, 32])
+    table = pd.DataFrame([{"norm": norm, "kind": "random", "layers": int(x), "seed": 1, "output_change": y}
+                          for norm, ys in (("post", 3 * n + 1), ("pre", 2 * np.log(n) + 5)) for x, y in zip(n, ys)])
+    fits = fit_growth(table).set_index(["norm", "growth"])
+    assert fits.loc[("post", "linear"), "slope"] == pytest.approx(3)
+    assert fits.loc[("post", "linear"), "better_fit"] == "linear"
+    assert fits.loc[("pre", "log"), "slope"] == pytest.approx(2)
+    assert fits.loc[("pre", "log"), "better_fit"] == "log"
+
+
+# ---- Tables 1-2 and the grid from fabricated runs ----
+def fabricate(root, run, valid, bleu, diverged=False):
+    """metrics.csv (one row per valid loss; a final diverged row) and bleu.csv / bleu_avg2.csv."""
+    (root / "train" / run).mkdir(parents=True)
+    (root / "eval" / run).mkdir(parents=True)
+    rows = [{"epoch": e, "updates": 10 * e, "valid_loss": v, "diverged": 0, "checkpoint": f"checkpoints/epoch{e}.pt"}
+            for e, v in enumerate(valid, start=1)]
+    if diverged:
+        rows.append({"epoch": len(rows) + 1, "updates": 10 * len(rows) + 5, "valid_loss": math.nan, "diverged": 1,
+                     "checkpoint": ""})
+    pd.DataFrame(rows).to_csv(root / "train" / run / "metrics.csv", index=False)
+    scores = pd.DataFrame({"epoch": range(1, len(valid) + 1), "bleu": [bleu] * len(valid)})
+    scores.to_csv(root / "eval" / run / "bleu.csv", index=False)
+    scores.tail(1).assign(bleu=bleu + 1).to_csv(root / "eval" / run / "bleu_avg2.csv", index=False)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    fabricate(tmp_path, "post6", [6, 5], 20)
+    fabricate(tmp_path, "post18", [8], 0, diverged=True)
+    fabricate(tmp_path, "hybrid18", [7.9, 7.8], 0.5)  # trains without exploding, stuck on a plateau
+    fabricate(tmp_path, "pre6", [6, 5.5], 18)
+    fabricate(tmp_path, "pre18", [6, 5.2], 19)
+    for seed, bleu in ((1, 30.0), (2, 32.0)):
+        fabricate(tmp_path, f"iw_pre_{seed}", [5, 4], bleu)
+    fabricate(tmp_path, "iw_post_1", [5, 4], 31)
+    fabricate(tmp_path, "iw_post_2", [9], 0, diverged=True)
+    return tmp_path
+
+
+def test_run_outcome(runs):
+    assert run_outcome(runs, "post18")["status"] == "diverged"
+    assert run_outcome(runs, "hybrid18", converged_below=7)["status"] == "not converged"
+    assert run_outcome(runs, "hybrid18")["status"] == "converged"  # no threshold: only explosions fail
+    ok = run_outcome(runs, "pre6", converged_below=7)
+    assert (ok["status"], ok["bleu"], ok["valid_loss"], ok["epochs"]) == ("converged", 18, 5.5, 2)
+    assert run_outcome(runs, "pre6", average_last=2)["bleu"] == 19  # the averaged model's table
+
+
+def test_table1_joins_vanishing_with_outcome(runs):
+    spec = {"converged_below": 7, "table1": {"title": "T1", "rows": [
+        {"enc": "post", "dec": "post", "run": "post18"}, {"enc": "post", "dec": "pre", "run": "hybrid18"},
+        {"enc": "pre", "dec": "pre", "run": "pre18"}]}}
+    vanishing = pd.DataFrame([{"combination": c, "vanishing": v, "decoder_bottom_over_top": r, "layers": 18}
+                              for c, v, r in (("post/post", 1, 0.01), ("post/pre", 0, 1.9), ("pre/pre", 0, 2.0))])
+    rows = table1(spec, runs, vanishing)
+    assert [(r["vanishing"], r["status"]) for r in rows] == [(1, "diverged"), (0, "not converged"), (0, "converged")]
+    text = table1_markdown(rows, "T1", "paper")
+    assert "| Post-LN | Pre-LN | no (decoder bottom/top gradient 1.9) | not converged | 0.50 | 7.80 |" in text
+
+
+def test_table2_depth_cells_and_seed_mean(runs):
+    spec = {"converged_below": 7, "average_last": {"pre18": 2}, "table2": {
+        "title": "T2", "corpus_label": "WMT", "depths": [6, 18],
+        "runs": {"pre": ["pre6", "pre18"], "post": ["post6", "post18"]},  # sorted, as the workflow's JSON
+        "seed_label": "IWSLT", "seed_runs": {"post": ["iw_post_1", "iw_post_2"], "pre": ["iw_pre_1", "iw_pre_2"]}}}
+    rows = {(r["row"], r["column"]): r for r in table2(spec, runs)}
+    assert rows[("Post-LN", "WMT 18L")]["status"] == "diverged"
+    assert rows[("Pre-LN", "WMT 18L")]["bleu"] == 20  # averaged checkpoints
+    seeds = rows[("Pre-LN", "IWSLT")]
+    assert (seeds["bleu"], seeds["bleu_std"], seeds["seeds"]) == (31, pytest.approx(math.sqrt(2)), 2)
+    assert rows[("Post-LN", "IWSLT")]["status"] == "1/2 failed"
+    text = markdown(list(rows.values()), "T2", "")
+    assert "| Post-LN | 20.00 (valid 5.00) | diverged | 31.00 ± 0.00 (1/2 failed) |" in text
+    assert "| Pre-LN | 18.00 (valid 5.50) | 20.00 (valid 5.20) | 31.00 ± 1.41 |" in text
+    assert text.index("| Post-LN |") < text.index("| Pre-LN |")
+
+
+def test_lr_grid_table_and_heatmap(runs, tmp_path):
+    spec = {"converged_below": 7, "lr_grid": {"title": "grid", "cells": [
+        {"norm": "post", "lr": 1e-4, "beta2": 0.99, "run": "post6"}, {"norm": "post", "lr": 5e-4, "beta2": 0.99,
+                                                                     "run": "post18"},
+        {"norm": "pre", "lr": 1e-4, "beta2": 0.99, "run": "pre6"}, {"norm": "pre", "lr": 5e-4, "beta2": 0.99,
+                                                                   "run": "pre18"}]}}
+    table = grid_table(spec, runs)
+    assert list(table.status) == ["converged", "diverged", "converged", "converged"]
+    draw_grid(table, "grid", tmp_path / "grid.pdf")
+    assert (tmp_path / "grid.pdf").stat().st_size > 0
+
+
+# ---- checkpoint averaging (evaluate --average-last) ----
+def test_average_checkpoints_is_the_mean_of_the_weights(tmp_path):
+    cfg = tiny(1)
+    paths, states = [], []
+    for seed in (1, 2, 3):
+        model = init_model(cfg, seed)
+        path = tmp_path / f"epoch{seed}.pt"
+        torch.save({"model": model.state_dict(), "model_config": dataclasses.asdict(cfg), "epoch": seed}, path)
+        paths.append(path)
+        states.append(model.state_dict())
+    averaged = average_checkpoints(paths).state_dict()
+    for key, value in averaged.items():
+        torch.testing.assert_close(value, sum(s[key] for s in states) / 3)
+
+
+# ---- Figs 7-8: layer dependency beta ----
+def synthetic_stack(norm, scales, d=256, seed=0):
+    """Independent Gaussian branches of known std on top of a unit-variance input."""
+    torch.manual_seed(seed)
+    x0 = torch.randn(16, 32, d)
+    subs, x = [], x0
+    for s in scales:
+        module, a = ResidualSublayer(d, norm, 0.0), s * torch.randn(16, 32, d)
+        subs.append((module, x, a))
+        x = x + a if norm == "pre" else module.layer_norm(x + a)
+    return x0, subs
+
+
+def test_beta_of_independent_branches_matches_the_variance_shares():
+    mask = torch.ones(16, 32, dtype=torch.bool)
+    pre = dependency_matrix(*synthetic_stack("pre", [1.0, 2.0, 0.5]), mask)
+    expected = torch.tensor([1.0, 1.0, 2.0, 0.5]) / math.sqrt(6.25)  # sqrt(Var a_j / sum of Var a_k)
+    torch.testing.assert_close(pre[2], expected, atol=0.02, rtol=0)
+    post = dependency_matrix(*synthetic_stack("post", [1.0, 2.0]), mask)
+    # x_1 = LN(x_0 + a_1): shares 1/sqrt(2); x_2 = LN(x_1 + a_2): beta_22 = 2/sqrt(5), beta_2j = beta_1j/sqrt(5)
+    torch.testing.assert_close(post[1, :3], torch.tensor([1 / math.sqrt(10), 1 / math.sqrt(10), 2 / math.sqrt(5)]),
+                               atol=0.02, rtol=0)
+
+
+def test_beta_at_init_postln_leans_on_its_own_branch_admin_does_not():
+    betas = {}
+    for norm in ("post", "admin"):
+        batch = random_batch()
+        betas[norm] = layer_dependency(init_model(tiny(4, norm, norm), 1, batch), *batch[:2])["encoder"]
+    post, admin = betas["post"], betas["admin"]
+    assert post.shape == (8, 9) and torch.all(post.triu(2) == 0)  # row i: branches 0..i only
+    assert post[-1].argmax() == 8  # Post-LN: the top sublayer's own branch weighs most
+    assert admin[-1, -1] < 0.75 * post[-1, -1]  # Admin's omega keeps it small at init (Fig 8)

@@ -1,0 +1,193 @@
+# Helpers of the Liu et al. 2020 (Admin) rules in admin.smk. Everything comes from the config's
+# optional `admin:` section; without a subsection its target is simply not in `rule all`.
+ADMIN_PROBE_KEYS = tuple(k for k in PROBE_KEYS if k != "device")  # width and batches of the probed run
+ADMIN_TARGETS = {  # subsection -> what it draws
+    "gradients": ["results/figures/liu_fig5.pdf"],
+    "output_change": ["results/figures/liu_fig2.pdf"],
+    "table1": ["results/tables/admin_table1.md", "results/tables/admin_table1.csv"],
+    "table2": ["results/tables/admin_table2.md", "results/tables/admin_table2.csv"],
+    "lr_grid": ["results/figures/liu_fig10.pdf"],
+}
+
+
+def admin_cfg(section=None):
+    a = config.get("admin", {})
+    if section is None:
+        return a
+    if section not in a:
+        config_error(f"{ADMIN_TARGETS[section][0]} needs an 'admin.{section}' section")
+    return a[section]
+
+
+def table_runs(section):
+    """Every run a table or grid of the admin section reads, each once."""
+    s = admin_cfg(section)
+    if section == "table1":
+        runs = [r["run"] for r in s["rows"]]
+    elif section == "table2":
+        runs = [run for runs in (*s["runs"].values(), *s.get("seed_runs", {}).values()) for run in runs]
+    else:
+        runs = [c["run"] for c in s["cells"]]
+    return list(dict.fromkeys(runs))
+
+
+def check_admin_config():
+    a = admin_cfg()
+    for section in ("gradients", "output_change"):
+        if section in a and a[section]["run"] not in config["runs"]:
+            config_error(f"admin.{section}.run: '{a[section]['run']}' is not a run ({sorted(config['runs'])})")
+    for section in ("table1", "table2", "lr_grid"):
+        if section in a:
+            for run in table_runs(section):
+                if run not in config["runs"]:
+                    config_error(f"admin.{section}: '{run}' is not a run ({sorted(config['runs'])})")
+    if "table2" in a:
+        t2 = a["table2"]
+        for norm, runs in t2["runs"].items():
+            if len(runs) != len(t2["depths"]):
+                config_error(f"admin.table2.runs.{norm}: {len(runs)} runs for {len(t2['depths'])} depths")
+    for fig, spec in a.get("layer_dependency", {}).items():
+        for run in spec["runs"]:
+            if run not in config["runs"]:
+                config_error(f"admin.layer_dependency.{fig}.runs: '{run}' is not a run ({sorted(config['runs'])})")
+        if len({run_corpus(run) for run in spec["runs"]}) > 1:
+            config_error(f"admin.layer_dependency.{fig}.runs: the runs of one figure must share a corpus")
+    if "table1" in a and "gradients" not in a:
+        config_error("admin.table1 needs admin.gradients (its 'gradient vanishing' column is measured there)")
+
+
+check_admin_config()
+
+
+def admin_targets():
+    targets = [t for section, targets in ADMIN_TARGETS.items() if section in admin_cfg() for t in targets]
+    return targets + [f"results/figures/liu_{fig}.pdf" for fig in admin_cfg().get("layer_dependency", {})]
+
+
+# ---- init-time probes: the named run's corpus, width and batches; depth from the section ----
+def admin_probe_settings(section):
+    return run_settings(admin_cfg(section)["run"])
+
+
+def admin_probe_data(section):
+    files = bin_files(admin_probe_settings(section)["corpus"])
+    return {"dict": files["dict"], "train": files["train"]}
+
+
+def admin_probe_flags(section, keys):
+    s, sec = admin_probe_settings(section), admin_cfg(section)
+    own = {k: sec[k] for k in keys if k in sec}
+    width = cli_flags({k: s[k] for k in ADMIN_PROBE_KEYS if k in s})
+    return f"--data {bpe_dir(s['corpus'])}/bin {width} {cli_flags(own)} --title {shlex.quote(sec['title'])}"
+
+
+def vanishing_data(wildcards):
+    return admin_probe_data("gradients")
+
+
+def vanishing_combinations():
+    """Post/Post and Pre/Pre (drawn), plus every combination of Table 1."""
+    rows = admin_cfg().get("table1", {}).get("rows", [])
+    return list(dict.fromkeys(["post/post", "pre/pre"] + [f"{r['enc']}/{r['dec']}" for r in rows]))
+
+
+def vanishing_flags(wildcards):
+    flags = admin_probe_flags("gradients", ("layers", "seeds", "vanishing_below"))
+    return f"{flags} --combinations {' '.join(vanishing_combinations())}"
+
+
+def output_change_data(wildcards):
+    return admin_probe_data("output_change")
+
+
+def output_change_flags(wildcards):
+    flags = admin_probe_flags("output_change", ("seeds", "delta"))
+    return f"{flags} --depths {' '.join(str(int(n)) for n in admin_cfg('output_change')['depths'])}"
+
+
+# ---- tables and the lr grid: the runs' metrics and (averaged) BLEU ----
+def averaged_checkpoints(run):
+    """Checkpoints averaged for a run's table BLEU: its own entry, else its corpus's, else 0 (none)."""
+    table = admin_cfg().get("average_last", {})
+    return table.get(run, table.get(run_corpus(run), 0))
+
+
+def table_bleu_file(run):
+    n = averaged_checkpoints(run)
+    return f"results/eval/{run}/bleu_avg{n}.csv" if n else f"results/eval/{run}/bleu.csv"
+
+
+def table_inputs(section):
+    runs = table_runs(section)
+    return {"metrics": [f"results/train/{run}/metrics.csv" for run in runs],
+            "bleu": [table_bleu_file(run) for run in runs]}
+
+
+def table_spec(section):
+    """The section plus what the command needs to read its runs, and nothing about other runs."""
+    runs = table_runs(section)
+    spec = {section: admin_cfg(section), "run_corpus": {run: run_corpus(run) for run in runs},
+            "average_last": {run: averaged_checkpoints(run) for run in runs}}
+    if "converged_below" in admin_cfg():
+        spec["converged_below"] = admin_cfg()["converged_below"]
+    return json.dumps(spec, sort_keys=True)
+
+
+def table1_inputs(wildcards):
+    return {**table_inputs("table1"), "vanishing": "results/figures/liu_fig5_vanishing.csv"}
+
+
+def table1_spec(wildcards):
+    return table_spec("table1")
+
+
+def table2_inputs(wildcards):
+    return table_inputs("table2")
+
+
+def table2_spec(wildcards):
+    return table_spec("table2")
+
+
+def lr_grid_inputs(wildcards):
+    return table_inputs("lr_grid")
+
+
+def lr_grid_spec(wildcards):
+    return table_spec("lr_grid")
+
+
+def average_flag(wildcards):
+    return f"--average-last {wildcards.n}"
+
+
+# ---- Figs 7-8: layer dependency beta at init and after training ----
+DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "seed", "max_tokens")  # what rebuilds a run's init
+
+
+def dependency_cfg(wildcards):
+    figures = admin_cfg().get("layer_dependency", {})
+    if wildcards.ldfig not in figures:
+        config_error(f"results/figures/liu_{wildcards.ldfig}.pdf needs admin.layer_dependency.{wildcards.ldfig}")
+    return figures[wildcards.ldfig]
+
+
+def dependency_corpus(wildcards):
+    return run_corpus(dependency_cfg(wildcards)["runs"][0])
+
+
+def dependency_inputs(wildcards):
+    files = bin_files(dependency_corpus(wildcards))
+    return {"dict": files["dict"], "train": files["train"],
+            "metrics": [f"results/train/{run}/metrics.csv" for run in dependency_cfg(wildcards)["runs"]]}
+
+
+def dependency_data_dir(wildcards):
+    return f"{bpe_dir(dependency_corpus(wildcards))}/bin"
+
+
+def dependency_spec(wildcards):
+    """The figure's title and its runs' settings: what rebuilds each run's model at init."""
+    fig = dependency_cfg(wildcards)
+    runs = {run: {k: v for k, v in run_settings(run).items() if k in DEPENDENCY_KEYS} for run in fig["runs"]}
+    return json.dumps({"title": fig["title"], "runs": runs}, sort_keys=True)
