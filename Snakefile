@@ -13,19 +13,31 @@ if not workflow.overwrite_configfiles:
 
 validate(config, "workflow/schemas/config.schema.yaml")
 
+report: "workflow/report/workflow.rst"
+
+
 envvars:
     "PATH",
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/cluster.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/probe.smk"
+include: "workflow/rules/theory.smk"
+include: "workflow/rules/claims.smk"
+include: "workflow/rules/admin_common.smk"
+include: "workflow/rules/admin.smk"
 
 
 rule all:
     input:
         figure_targets(),
+        analysis_targets(),
+        admin_targets(),
     default_target: True

@@ -4,32 +4,12 @@ The end-to-end test runs the demo exactly as the README's quick start does (in a
 of the workflow) and asserts the papers' effects on the pipeline's own numbers.
 """
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-
-def workflow_copy(dest):
-    """Snakefile, workflow/, config/ and envs/ (rules name their conda env) in a scratch directory."""
-    shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
-    for d in ("workflow", "config", "envs"):
-        shutil.copytree(ROOT / d, dest / d)
-    return dest
-
-
-def snakemake(workdir, *args, check=True):
-    proc = subprocess.run(SNAKEMAKE + list(args), cwd=workdir, capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
+from workflow_helpers import ROOT, snakemake, workflow_copy
 
 
 def demo_config():
@@ -170,3 +150,150 @@ def test_editing_the_beam_reruns_evaluation_not_training(demo):
 def test_nothing_to_do_after_the_demo(demo):
     out = snakemake(demo, "-n", "--cores", "2").stdout
     assert "Nothing to be done" in out
+
+
+# ---- Fig 3, theory checks, claims table, report (issue 5) ---------------------------------------
+@pytest.mark.slow
+def test_demo_fig3_shows_the_papers_gradient_trends(demo):
+    """Xiong et al. Fig 3 on the demo: every panel, ten seeds, and the trends the paper reports."""
+    probe = demo_config()["gradient_probe"]
+    assert (demo / "results" / "figures" / "fig3.pdf").read_bytes()[:5] == b"%PDF-"
+    table = pd.read_csv(demo / "results" / "figures" / "fig3.csv")
+    ab, cd = table[table.panel == "ab"], table[table.panel == "cd"]
+    assert len(ab) == 3 * 12 * 2  # Post-LN/Pre-LN at init + Post-LN after warm-up, 12 FFN layers, W1/W2
+    assert (table.seeds == probe["seeds"]).all()
+    post = cd[cd.norm == "post"].set_index("x")["mean"]
+    pre = cd[cd.norm == "pre"].set_index("x")["mean"]
+    assert list(post.index) == probe["depths"] == list(pre.index)
+    assert post.max() / post.min() < 1.25  # Post-LN: last-layer gradient independent of depth
+    assert pre[14] < pre[6] < post[6]  # Pre-LN: smaller, and decreasing with depth
+    w2 = ab[ab.matrix == "W2"]
+    after = w2[w2.state == "after_warmup"]["mean"].mean()
+    assert after < 0.5 * w2[(w2.state == "init") & (w2.norm == "post")]["mean"].mean()
+
+
+@pytest.mark.slow
+def test_demo_theory_checks_match_the_lemmas(demo):
+    checks = pd.read_csv(demo / "results" / "figures" / "theory_checks.csv").set_index(["check", "quantity"]).measured
+    assert checks["lemma2_post", "mean_sq_norm_over_d"] == pytest.approx(1.5, abs=0.05)
+    assert checks["lemma2_pre", "fraction_within_bounds"] == 1.0
+    assert checks["lemma3", "max_abs_ratio_error"] < 0.01
+    assert abs(checks["theorem1_post", "fitted_exponent"]) < 0.1
+    assert checks["theorem1_pre", "fitted_exponent"] == pytest.approx(-0.5, abs=0.1)
+    assert (demo / "results" / "figures" / "theory.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+@pytest.mark.slow
+def test_demo_claims_table_has_every_claim_with_a_verdict(demo):
+    cfg = demo_config()
+    table = pd.read_csv(demo / "results" / "claims.csv")
+    assert sorted(table.claim) == sorted(cfg["claims"])
+    assert set(table.result) <= {"PASS", "FAIL"}
+    failed = table[table.result == "FAIL"]
+    assert failed.empty, failed[["claim", "ours", "tolerance", "detail"]].to_string()
+    md = (demo / "results" / "claims.md").read_text()
+    assert f"{len(table)} of {len(table)} claims pass" in md
+
+
+@pytest.mark.slow
+def test_a_claim_whose_runs_are_not_configured_is_left_out(demo):
+    cfg = demo_config()
+    cfg["claims"]["bert_preln_faster"] = {"paper": "BERT: Pre-LN reaches 1.69 valid loss 40% sooner", "kind": "sooner",
+                                          "metric": "valid_loss", "a": "bert_preln", "b": "bert_postln", "max": 0.7}
+    out = snakemake(demo, "-n", "--cores", "2", "--configfile", write_config(demo, cfg)).stdout
+    assert "check_claims" not in planned_jobs(out)  # its params are unchanged: the claim is absent
+    cfg["claims"]["bert_preln_faster"].update(a="preln_5e-4_nowarm", b="adam_5e-4_warm4000")
+    out = snakemake(demo, "-n", "--cores", "2", "--configfile", write_config(demo, cfg)).stdout
+    assert "check_claims" in planned_jobs(out)
+
+
+@pytest.mark.slow
+def test_demo_report_holds_every_figure_its_caption_and_the_claims(demo):
+    snakemake(demo, "--report", "report.html", "--cores", "1")
+    html = (demo / "report.html").read_text(encoding="utf-8", errors="replace")
+    for name in ("fig2.pdf", "fig3.pdf", "fig4.pdf", "figS1.pdf", "theory.pdf", "claims.csv", "fig3.csv"):
+        assert name in html, name
+    for text in ("The paper reports", "We got", "warmup_essential_adam_1e-3", "theorem1_pre"):
+        assert text in html, text
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda c: c["gradient_probe"].update(seedz=3), "seedz"),
+    (lambda c: c["gradient_probe"].update(run="sgd_5e-3_nowarm"), "gradient_probe.run"),
+    (lambda c: c["theory"].update(dmodel=64), "dmodel"),
+    (lambda c: c["claims"]["preln_faster"].update(tolerance=0.1), "tolerance"),
+    (lambda c: c["claims"]["preln_faster"].update(kind="faster"), "faster"),
+])
+def test_analysis_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
+    workflow_copy(tmp_path)
+    cfg = demo_config()
+    edit(cfg)
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", write_config(tmp_path, cfg), check=False)
+    assert proc.returncode != 0
+    assert expected in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+# ---- Liu et al. 2020 (Admin): Tables 1-2, Figs 2 and 5 (issue 7) --------------------------------
+@pytest.mark.slow
+def test_demo_admin_table2_depth_breaks_post_ln_but_not_pre_ln_or_admin(demo):
+    """Table 2 on the demo: at the deepest depth Post-LN fails while Pre-LN and Admin train; shallow Post-LN trains."""
+    t2 = demo_config()["admin"]["table2"]
+    table = pd.read_csv(demo / "results" / "tables" / "admin_table2.csv")
+    status = {(r.row, r.column): r.status for r in table.itertuples()}
+    deepest, shallowest = (f"{t2['corpus_label']} {n}L" for n in (max(t2["depths"]), min(t2["depths"])))
+    assert status["Post-LN", deepest] in ("diverged", "not converged")
+    assert status["Pre-LN", deepest] == status["Admin", deepest] == "converged"
+    assert status["Post-LN", shallowest] == "converged"
+    assert set(table.run) >= {run for runs in t2["runs"].values() for run in runs}
+    assert (table.column == t2["seed_label"]).sum() == 3
+    md = (demo / "results" / "tables" / "admin_table2.md").read_text()
+    assert "| Post-LN |" in md and "| Admin |" in md
+
+
+@pytest.mark.slow
+def test_demo_admin_table1_vanishing_is_measured_and_not_what_fails_training(demo):
+    table = pd.read_csv(demo / "results" / "tables" / "admin_table1.csv").set_index(["row", "column"])
+    assert table.loc[("Post-LN", "Post-LN"), "vanishing"] == 1
+    assert table.loc[("Post-LN", "Pre-LN"), "vanishing"] == 0  # the hybrid fixes the vanishing
+    assert table.loc[("Pre-LN", "Pre-LN"), "vanishing"] == 0
+    assert table.loc[("Post-LN", "Post-LN"), "status"] != "converged"
+    assert table.loc[("Pre-LN", "Pre-LN"), "status"] == "converged"
+    assert "Gradient vanishing at init" in (demo / "results" / "tables" / "admin_table1.md").read_text()
+
+
+@pytest.mark.slow
+def test_demo_liu_fig5_only_the_postln_decoder_vanishes(demo):
+    assert (demo / "results" / "figures" / "liu_fig5.pdf").read_bytes()[:5] == b"%PDF-"
+    summary = pd.read_csv(demo / "results" / "figures" / "liu_fig5_vanishing.csv").set_index("combination")
+    assert summary.loc["post/post", "decoder_bottom_over_top"] < 0.1
+    assert summary.loc["pre/pre", "decoder_bottom_over_top"] > 0.5
+    assert (summary.encoder_bottom_over_top > 0.5).all()  # no encoder vanishes
+    table = pd.read_csv(demo / "results" / "figures" / "liu_fig5.csv")
+    assert table.layer.max() == demo_config()["admin"]["gradients"]["layers"]
+
+
+@pytest.mark.slow
+def test_demo_liu_fig2_postln_output_change_grows_linearly_and_fastest(demo):
+    assert (demo / "results" / "figures" / "liu_fig2.pdf").read_bytes()[:5] == b"%PDF-"
+    fits = pd.read_csv(demo / "results" / "figures" / "liu_fig2_fits.csv").set_index(["norm", "kind", "growth"])
+    for kind in ("random", "adam"):
+        post = fits.loc[("post", kind, "linear"), "slope"]
+        assert post > 2 * fits.loc[("pre", kind, "linear"), "slope"]
+        assert post > 2 * fits.loc[("admin", kind, "linear"), "slope"]
+    assert fits.loc[("post", "random", "linear"), "better_fit"] == "linear"
+
+
+@pytest.mark.slow
+def test_demo_liu_fig7_fig8_layer_dependency_at_init_and_trained(demo):
+    """Figs 7-8: beta of every run at init and trained; at init Admin leans on its own branch less than Post-LN."""
+    cfg = demo_config()["admin"]["layer_dependency"]
+    for fig, spec in cfg.items():
+        assert (demo / "results" / "figures" / f"liu_{fig}.pdf").read_bytes()[:5] == b"%PDF-"
+        table = pd.read_csv(demo / "results" / "figures" / f"liu_{fig}.csv")
+        assert set(zip(table.run, table.state)) == {(run, s) for run in spec["runs"] for s in ("init", "trained")}
+        assert table.beta.between(0, 1.5).all()
+    table = pd.read_csv(demo / "results" / "figures" / "liu_fig8.csv")
+    enc = table[(table.state == "init") & (table.side == "encoder")]
+    own = enc[(enc.i == enc.i.max()) & (enc.j == enc.i)].set_index("norm").beta  # the top sublayer's own branch
+    assert own["admin"] < own["post"] and own["pre"] < own["post"]  # demo: 0.24, 0.35 vs 0.61

@@ -29,6 +29,17 @@ COMMANDS = {
     "train": ("lnrepro.train", "train one run; resumable; records divergence"),
     "evaluate": ("lnrepro.evaluate", "decode every epoch checkpoint and score BLEU"),
     "figure": ("lnrepro.figures", "draw one figure and write the CSV it plots"),
+    "probe-gradients": ("lnrepro.probe", "FFN gradient norms over mini-batches, at init or from a checkpoint (Fig 3)"),
+    "plot-gradients": ("lnrepro.gradient_figure", "draw Fig 3 from the gradient probes and write its CSV"),
+    "theory": ("lnrepro.theory", "check Lemmas 2-3, Theorem 1 and the concentration property numerically"),
+    "claims": ("lnrepro.claims", "the claims table: each paper claim, our number, tolerance, pass/fail"),
+    "gradient-vanishing": ("lnrepro.gradient_vanishing",
+                           "per-sublayer gradient norms at init, per norm combination (Liu et al. Fig 5, Table 1)"),
+    "output-change": ("lnrepro.output_change", "output change vs depth under a small parameter change (Liu et al. Fig 2)"),
+    "layer-dependency": ("lnrepro.layer_dependency",
+                         "beta_ij layer-dependency heatmaps at init and after training (Liu et al. Figs 7-8)"),
+    "admin-tables": ("lnrepro.admin_tables", "Liu et al. Tables 1 and 2 from the runs' metrics and BLEU"),
+    "lr-grid": ("lnrepro.lr_grid", "no-warm-up lr x beta2 grid: converged/diverged and BLEU heatmap (Liu et al. Fig 10)"),
     "bench": ("lnrepro.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
 }
 

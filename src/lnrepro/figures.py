@@ -25,6 +25,7 @@ def add_arguments(p):
     p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
     p.add_argument("--pdf", required=True)
     p.add_argument("--csv", required=True)
+    p.add_argument("--summary", default=None, help="CSV of each run's final and best value per metric (report caption)")
 
 
 def run_label(s):
@@ -68,6 +69,18 @@ def long_table(spec, runs_dir):
     return pd.DataFrame(rows)
 
 
+def final_values(table):
+    """Per panel metric and run: the last epoch, its value, the best value, whether it diverged."""
+    rows = []
+    for (metric, run), curve in table.groupby(["metric", "run"], sort=False):
+        ok = curve[curve.value.notna()]
+        best = (ok.value.max() if metric == "bleu" else ok.value.min()) if len(ok) else float("nan")
+        rows.append({"metric": metric, "run": run, "label": curve.label.iloc[0], "last_epoch": int(curve.epoch.max()),
+                     "final": round(ok.value.iloc[-1], 2) if len(ok) else float("nan"), "best": round(best, 2),
+                     "diverged": int(curve.diverged.any())})
+    return pd.DataFrame(rows)
+
+
 def draw(spec, table, pdf):
     panels = spec["panels"]
     ncols = min(2, len(panels))
@@ -102,5 +115,7 @@ def run(args):
     table = long_table(spec, Path(args.runs_dir))
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
+    if args.summary:
+        final_values(table).to_csv(args.summary, index=False)
     draw(spec, table, args.pdf)
     return 0

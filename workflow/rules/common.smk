@@ -16,6 +16,7 @@ READY_SOURCES = ["generated", "iwslt14", "wmt14", "local"]
 ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from downloaded archives
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
 RUN_ONLY_KEYS = ("corpus", "model", "norm", "description")  # resolved here, not passed to the trainer
+LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
 
 
 def config_error(msg):
@@ -133,7 +134,8 @@ def bin_files(corpus):
 
 
 def figure_targets():
-    return expand("results/figures/{fig}.pdf", fig=config["figures"])
+    """Each figure and the table of its final values (its report caption)."""
+    return expand("results/figures/{fig}{suffix}", fig=config["figures"], suffix=[".pdf", "_final.csv"])
 
 
 # ---- params ------------------------------------------------------------------------------------
@@ -149,7 +151,7 @@ def cli_flags(settings):
 def model_flags(wildcards):
     """The run's own settings: what its training and its Admin profiling depend on."""
     s = run_settings(wildcards.run)
-    return cli_flags({k: v for k, v in s.items() if k not in RUN_ONLY_KEYS})
+    return cli_flags({k: v for k, v in s.items() if k not in RUN_ONLY_KEYS + LAUNCH_KEYS})
 
 
 def uses_admin(run):
@@ -164,6 +166,9 @@ def omega_file(run):
 def train_flags(wildcards):
     """Only this run's settings reach its training job, so an edit reruns only this run."""
     flags = model_flags(wildcards)
+    # the process count changes every update's batch; 1 (the default) adds no flag
+    layout = {k: v for k, v in run_settings(wildcards.run).items() if k in LAUNCH_KEYS and v != 1}
+    flags = f"{flags} {cli_flags(layout)}" if layout else flags
     return flags + (f" --admin-omega {omega_file(wildcards.run)}" if uses_admin(wildcards.run) else "")
 
 

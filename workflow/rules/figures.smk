@@ -6,7 +6,8 @@ rule plot_figure:
         unpack(figure_inputs),
     output:
         pdf=report("results/figures/{fig}.pdf", caption="../report/figure.rst", category="Figures"),
-        csv="results/figures/{fig}.csv",
+        csv=report("results/figures/{fig}.csv", caption="../report/table.rst", category="Tables"),
+        summary="results/figures/{fig}_final.csv",
     params:
         spec=figure_spec,
     conda:
@@ -14,4 +15,5 @@ rule plot_figure:
     log:
         "logs/figures/{fig}.log",
     shell:
-        "lnrepro figure --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv} > {log} 2>&1"
+        "lnrepro figure --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv}"
+        " --summary {output.summary} > {log} 2>&1"

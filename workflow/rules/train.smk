@@ -1,5 +1,7 @@
 # One training job per named run. Resumable state lives in results/train/{run}/checkpoints/,
 # outside the declared output, so a failed or killed job keeps it and the retry resumes.
+# A run's `nodes` and `gpus` reach `lnrepro train`, which starts its processes (lnrepro.launch);
+# what the job asks a cluster for comes from cluster.smk.
 
 
 rule train:
@@ -10,7 +12,16 @@ rule train:
     params:
         flags=train_flags,
         data_dir=run_bin_dir,
-    threads: threads("train")
+    threads: train_threads
+    resources:
+        mem_mb=mem_mb("train"),
+        runtime=runtime("train"),
+        gpu=train_gpu,
+        gpu_model=train_gpu_model,
+        nodes=train_nodes,
+        tasks=train_tasks,
+        mpi=train_mpi,
+        slurm_extra=train_slurm_extra,
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -35,4 +46,5 @@ rule admin_profile:
     log:
         "logs/admin/{run}.log",
     shell:
-        "lnrepro admin-profile --data {params.data_dir} {params.flags} --omega-out {output} > {log} 2>&1"
+        "lnrepro admin-profile --data {params.data_dir} {params.flags} --out results/admin/{wildcards.run}"
+        " --omega-out {output} > {log} 2>&1"
