@@ -104,10 +104,7 @@ def draw(spec, table, pdf):
         ax.legend(fontsize=7)
     for j in range(len(panels), nrows * ncols):
         axes[j // ncols][j % ncols].axis("off")
-    fig.suptitle(spec["title"], fontsize=11)
-    fig.tight_layout()
-    fig.savefig(pdf)
-    plt.close(fig)
+    save_figure(fig, spec["title"], pdf)
 
 
 def run(args):
@@ -119,3 +116,12 @@ def run(args):
         final_values(table).to_csv(args.summary, index=False)
     draw(spec, table, args.pdf)
     return 0
+
+
+def save_figure(fig, title, pdf, tight=True):
+    """Every figure of the package ends the same way: its title, the PDF, the memory freed."""
+    fig.suptitle(title, fontsize=11)
+    if tight:
+        fig.tight_layout()
+    fig.savefig(pdf)
+    plt.close(fig)

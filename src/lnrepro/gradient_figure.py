@@ -18,6 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .figures import save_figure  # noqa: E402
+
 SERIES = [("init", "post", "Post-LN (init)", "tab:red", "o-"),
           ("init", "pre", "Pre-LN (init)", "tab:blue", "s-"),
           ("after_warmup", "post", "Post-LN (after warm-up)", "tab:orange", "^--")]
@@ -83,10 +85,7 @@ def draw(table, spec, pdf):
     for ax in axes.flat:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(spec["title"], fontsize=11)
-    fig.tight_layout()
-    fig.savefig(pdf)
-    plt.close(fig)
+    save_figure(fig, spec["title"], pdf)
 
 
 def add_arguments(p):

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .batching import collate  # noqa: E402
-from .figures import NORM_LABELS  # noqa: E402
+from .figures import NORM_LABELS, save_figure  # noqa: E402
 from .model import ModelConfig  # noqa: E402
 from .probe import pick_batches  # noqa: E402
 from .sublayer_probe import (add_init_probe_arguments, decoder_bottom_over_top, init_model,  # noqa: E402
@@ -81,10 +81,7 @@ def draw(table, title, pdf):
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(pdf)
-    plt.close(fig)
+    save_figure(fig, title, pdf)
 
 
 def add_arguments(p):

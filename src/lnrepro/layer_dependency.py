@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 from .batching import collate, make_batches  # noqa: E402
 from .data import PAD, Dictionary, ParallelData  # noqa: E402
-from .figures import NORM_LABELS  # noqa: E402
+from .figures import NORM_LABELS, save_figure  # noqa: E402
 from .model import ModelConfig, Transformer  # noqa: E402
 from .probe import pick_batches  # noqa: E402
 from .sublayer_probe import init_model  # noqa: E402
@@ -138,9 +138,7 @@ def draw(table, title, pdf):
             ax.set_xlabel("branch j (0: embeddings)")
             ax.set_ylabel("sublayer output i")
         fig.colorbar(im, ax=row.tolist(), shrink=0.8, label="beta")
-    fig.suptitle(title, fontsize=11)
-    fig.savefig(pdf)
-    plt.close(fig)
+    save_figure(fig, title, pdf, tight=False)  # laid out by constrained layout already
 
 
 def add_arguments(p):

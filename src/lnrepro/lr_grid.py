@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .admin_tables import outcome  # noqa: E402
-from .figures import NORM_LABELS  # noqa: E402
+from .figures import NORM_LABELS, save_figure  # noqa: E402
 
 COLUMNS = ["norm", "lr", "beta2", "run", "status", "bleu", "valid_loss", "epochs"]
 
@@ -56,10 +56,7 @@ def draw(table, title, pdf):
         ax.set_yticks(range(len(lrs)), [f"{lr:g}" for lr in lrs])
         ax.set_xlabel("beta2")
         ax.set_ylabel("learning rate")
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(pdf)
-    plt.close(fig)
+    save_figure(fig, title, pdf)
 
 
 def add_arguments(p):

@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 from .batching import collate  # noqa: E402
 from .data import PAD  # noqa: E402
-from .figures import NORM_LABELS  # noqa: E402
+from .figures import NORM_LABELS, save_figure  # noqa: E402
 from .model import ModelConfig, label_smoothed_loss  # noqa: E402
 from .probe import pick_batches  # noqa: E402
 from .sublayer_probe import add_init_probe_arguments, init_model, load_init_probe  # noqa: E402
@@ -126,10 +126,7 @@ def draw(table, fits, title, pdf):
         ax.set_ylabel("|F(x,W) - F(x,W*)|^2 (mean)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(pdf)
-    plt.close(fig)
+    save_figure(fig, title, pdf)
 
 
 def add_arguments(p):

@@ -205,6 +205,8 @@ def draw(points, summary, title, pdf, d):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .figures import save_figure
+
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     colors = {"post": "tab:red", "pre": "tab:blue"}
     labels = {"post": "Post-LN", "pre": "Pre-LN"}
@@ -251,10 +253,7 @@ def draw(points, summary, title, pdf, d):
     for ax in axes.flat:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(pdf)
-    plt.close(fig)
+    save_figure(fig, title, pdf)
 
 
 def add_arguments(p):
