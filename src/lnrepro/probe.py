@@ -108,6 +108,22 @@ def str2bool(s):
     return str(s).lower() in ("1", "true", "yes")
 
 
+MODEL_WIDTH = (("d_model", int), ("ffn_dim", int), ("heads", int), ("dropout", float), ("attn_dropout", float),
+               ("act_dropout", float))
+
+
+def add_model_arguments(p, widths, seeds, seeds_help):
+    """Options every probe shares: the width of the model probed (defaults: `widths`), its batches,
+    its seeds and threads. Depth and norms differ between probes and are their own."""
+    for name, kind in MODEL_WIDTH:
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=widths[name])
+    p.add_argument("--share-all-embeddings", type=str2bool, default=False)
+    p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--seeds", type=int, default=seeds, help=seeds_help)
+    p.add_argument("--threads", type=int, default=0)
+
+
 def add_arguments(p):
     p.add_argument("--data", required=True, help="binarized data dir (dict.txt, train.pt)")
     p.add_argument("--norm", choices=["post", "pre"], default="post", help="at init: the norm placement")
@@ -116,16 +132,10 @@ def add_arguments(p):
                    help="probe a trained run instead: its metrics.csv (lists its epoch checkpoints)")
     p.add_argument("--after-updates", type=int, default=0,
                    help="with --checkpoint-metrics: the first epoch checkpoint with at least this many updates")
-    for name, kind, default in (("d_model", int, 512), ("ffn_dim", int, 1024), ("heads", int, 4),
-                                ("dropout", float, 0.3), ("attn_dropout", float, 0.0), ("act_dropout", float, 0.0)):
-        p.add_argument("--" + name.replace("_", "-"), type=kind, default=default)
-    p.add_argument("--share-all-embeddings", type=str2bool, default=False)
-    p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
-    p.add_argument("--label-smoothing", type=float, default=0.1)
-    p.add_argument("--seeds", type=int, default=10, help="seeds 1..N: initialization, batches drawn, dropout")
+    add_model_arguments(p, dict(d_model=512, ffn_dim=1024, heads=4, dropout=0.3, attn_dropout=0.0, act_dropout=0.0),
+                        seeds=10, seeds_help="seeds 1..N: initialization, batches drawn, dropout")
     p.add_argument("--batches", type=int, default=4, help="mini-batches per expectation")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda (fp32: gradients are the measurement)")
-    p.add_argument("--threads", type=int, default=0)
     p.add_argument("--grads-out", required=True)
     p.add_argument("--concentration-out", required=True)
 

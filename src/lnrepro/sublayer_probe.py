@@ -14,7 +14,7 @@ from .admin import profile, set_omegas
 from .batching import make_batches
 from .data import PAD, Dictionary, ParallelData
 from .model import Transformer, label_smoothed_loss
-from .probe import str2bool
+from .probe import MODEL_WIDTH, add_model_arguments
 
 # sublayer kinds in forward order within one layer
 ENCODER_KINDS = ("self_attn", "ffn")
@@ -74,20 +74,13 @@ def decoder_bottom_over_top(rows):
 
 
 # ---- command-line helpers shared by the init-time probes (Fig 2, Fig 5) ----
-MODEL_ARGUMENTS = (("d_model", int, 512), ("ffn_dim", int, 2048), ("heads", int, 8), ("dropout", float, 0.1),
-                   ("attn_dropout", float, 0.0), ("act_dropout", float, 0.0))
+TRANSFORMER_BASE = dict(d_model=512, ffn_dim=2048, heads=8, dropout=0.1, attn_dropout=0.0, act_dropout=0.0)
 
 
 def add_init_probe_arguments(p):
     """Data, width (defaults: transformer base) and batches of an init-time probe; depth is its own."""
     p.add_argument("--data", required=True, help="binarized data dir (dict.txt, train.pt)")
-    for name, kind, default in MODEL_ARGUMENTS:
-        p.add_argument("--" + name.replace("_", "-"), type=kind, default=default)
-    p.add_argument("--share-all-embeddings", type=str2bool, default=False)
-    p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
-    p.add_argument("--label-smoothing", type=float, default=0.1)
-    p.add_argument("--seeds", type=int, default=3, help="seeds 1..N: initialization and the batch drawn")
-    p.add_argument("--threads", type=int, default=0)
+    add_model_arguments(p, TRANSFORMER_BASE, seeds=3, seeds_help="seeds 1..N: initialization and the batch drawn")
 
 
 def load_init_probe(args):
@@ -97,6 +90,6 @@ def load_init_probe(args):
     data_dir = Path(args.data)
     vocab = Dictionary.load(data_dir / "dict.txt")
     data = ParallelData.load(data_dir / "train.pt")
-    kwargs = {name: getattr(args, name) for name, _, _ in MODEL_ARGUMENTS}
+    kwargs = {name: getattr(args, name) for name, _ in MODEL_WIDTH}
     kwargs.update(vocab_size=len(vocab), share_all_embeddings=args.share_all_embeddings)
     return kwargs, data, make_batches(data, args.max_tokens, seed=1)
