@@ -24,6 +24,8 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/cluster.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/bert_data_common.smk"
+include: "workflow/rules/bert_data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
@@ -33,6 +35,8 @@ include: "workflow/rules/theory.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/admin_common.smk"
 include: "workflow/rules/admin.smk"
+include: "workflow/rules/bert_common.smk"
+include: "workflow/rules/bert.smk"
 
 
 rule all:
@@ -40,4 +44,5 @@ rule all:
         figure_targets(),
         analysis_targets(),
         admin_targets(),
+        bert_targets(),
     default_target: True

@@ -174,7 +174,7 @@ def build_pair(cfg, device, seed=1):
 
 
 def train_steps(model, batches, device, autocast):
-    optimizer = build_optimizer(TrainConfig(), model.parameters(), device)  # the pipeline's AdamW
+    optimizer = build_optimizer(TrainConfig(), model.parameters())  # the pipeline's AdamW
 
     def run(n, start=0):
         for i in range(n):

@@ -23,10 +23,13 @@ RUN_KEYS = ("a", "b", "c", "d")
 
 
 def curve(runs_dir, run, metric):
-    """(epochs, values) of one run's metric, diverged rows and missing values dropped."""
+    """(epochs, values) of one run's metric, diverged rows and missing values dropped. A BERT
+    pre-training run (results/pretrain/) counts its rounds as epochs."""
     runs_dir = Path(runs_dir)
     if metric == "bleu":
         table = pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
+    elif (runs_dir / "pretrain" / run / "metrics.csv").exists():
+        table = pd.read_csv(runs_dir / "pretrain" / run / "metrics.csv")
     else:
         table = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
     table = table[table[metric].notna()]

@@ -842,11 +842,15 @@ def _write(path, lines):
         f.writelines(line + "\n" for line in lines)
 
 
-def write_task(task, out_dir, seed, n_train, n_test, n_valid=None):
+def write_task(task, out_dir, seed, n_train, n_test, n_valid=None, one_file=False):
     """Write the task's files into out_dir; returns their paths.
 
     deen/ende: train.{de,en} test.{de,en} (+ valid.* only if n_valid); mono: train.txt valid.txt
-    (documents; valid gets n_valid or n_test); mrpc/rte: train.tsv dev.tsv (dev gets n_valid or n_test)."""
+    (documents; valid gets n_valid or n_test), or with one_file docs.txt alone (the n_train train
+    documents, for a pipeline that splits them itself); mrpc/rte: train.tsv dev.tsv (dev gets
+    n_valid or n_test)."""
+    if one_file and task != "mono":
+        raise ValueError(f"one_file is for task mono, not {task}")
     os.makedirs(out_dir, exist_ok=True)
     paths = []
 
@@ -861,9 +865,11 @@ def write_task(task, out_dir, seed, n_train, n_test, n_valid=None):
             out(f"{split}.de", [de for de, _ in pairs])
             out(f"{split}.en", [en for _, en in pairs])
     elif task == "mono":
-        for split, n in (("train", n_train), ("valid", n_valid or n_test)):
+        files = [("docs.txt", "train", n_train)] if one_file else \
+            [("train.txt", "train", n_train), ("valid.txt", "valid", n_valid or n_test)]
+        for name, split, n in files:
             docs = generate_documents(n, seed, split)
-            out(f"{split}.txt", [line for i, d in enumerate(docs) for line in ([""] if i else []) + d])
+            out(name, [line for i, d in enumerate(docs) for line in ([""] if i else []) + d])
     elif task in ("mrpc", "rte"):
         for split, n in (("train", n_train), ("dev", n_valid or n_test)):
             rows = generate_pairs(task, n, seed, split)
@@ -886,8 +892,11 @@ def add_arguments(parser):
     parser.add_argument("--n-train", type=int, required=True, help="pairs / documents / rows in train")
     parser.add_argument("--n-test", type=int, required=True, help="test pairs (mono: valid documents; GLUE: dev rows)")
     parser.add_argument("--n-valid", type=int, default=None, help="optional valid split (overrides --n-test for mono/GLUE)")
+    parser.add_argument("--one-file", action="store_true",
+                        help="mono: the --n-train documents alone in docs.txt (split later, as a real corpus is)")
 
 
 def run(args):
-    for path in write_task(args.task, args.out_dir, args.seed, args.n_train, args.n_test, args.n_valid):
+    for path in write_task(args.task, args.out_dir, args.seed, args.n_train, args.n_test, args.n_valid,
+                           args.one_file):
         print(path)

@@ -46,15 +46,15 @@ def rendezvous_port(job_id):
     return int(os.environ.get("LNREPRO_RDZV_PORT", 20000 + int(job_id) % 20000))
 
 
-def command(nodes, procs, threads, train_args, env=os.environ):
-    """The command that runs ``lnrepro train TRAIN_ARGS`` on nodes x procs processes with
-    ``threads`` CPU threads per node, or None when this one process should train."""
+def command(nodes, procs, threads, train_args, env=os.environ, subcommand="train"):
+    """The command that runs ``lnrepro SUBCOMMAND TRAIN_ARGS`` (train or pretrain) on nodes x procs
+    processes with ``threads`` CPU threads per node, or None when this one process should train."""
     world = nodes * procs
     if world == 1:
         return None
     job_id = env.get("SLURM_JOB_ID")
     here = procs if nodes > 1 and job_id else world  # processes sharing this node's threads
-    worker = ["-m", "lnrepro.cli", "train", *train_args, "--threads", str(max(1, threads // here))]
+    worker = ["-m", "lnrepro.cli", subcommand, *train_args, "--threads", str(max(1, threads // here))]
     if nodes > 1 and job_id:
         host = first_node_address(job_id)
         port = rendezvous_port(job_id)
@@ -77,13 +77,13 @@ def describe_slurm(env=os.environ):
     return f"SLURM job {env['SLURM_JOB_ID']} on node {node}, GPUs allocated (CUDA_VISIBLE_DEVICES): {gpus}"
 
 
-def run(nodes, procs, threads, train_args):
+def run(nodes, procs, threads, train_args, subcommand="train"):
     """Replace this process by the multi-process launch (signals such as SLURM's SIGTERM at a
     time limit then reach torchrun/srun directly); returns False when there is nothing to launch."""
     slurm = describe_slurm()
     if slurm:
         log(slurm)
-    cmd = command(nodes, procs, threads, train_args)
+    cmd = command(nodes, procs, threads, train_args, subcommand=subcommand)
     if cmd is None:
         return False
     log(shlex.join(cmd))

@@ -32,6 +32,7 @@ class ModelConfig:
     share_all_embeddings: bool = False  # encoder embedding = decoder embedding = output projection
     max_positions: int = 1024
     fused_attention: bool = True  # F.scaled_dot_product_attention; False = the plain path below
+    activation: str = "relu"  # of the FFN; BERT (lnrepro.bert) uses gelu
 
     def __post_init__(self):
         for side in ("enc_norm", "dec_norm"):
@@ -40,6 +41,8 @@ class ModelConfig:
         if "admin" in (self.enc_norm, self.dec_norm) and "pre" in (self.enc_norm, self.dec_norm):
             raise ValueError(f"enc_norm={self.enc_norm!r}, dec_norm={self.dec_norm!r}: Admin re-weights "
                              "Post-LN residuals; combine it with 'admin' or 'post' only")
+        if self.activation not in ("relu", "gelu"):
+            raise ValueError(f"activation={self.activation!r}: expected relu or gelu")
         if self.d_model % self.heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by heads={self.heads}")
 
@@ -91,14 +94,15 @@ class MultiheadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, d_model, ffn_dim, act_dropout):
+    def __init__(self, d_model, ffn_dim, act_dropout, activation="relu"):
         super().__init__()
         self.fc1 = xavier_linear(d_model, ffn_dim)  # W^1 in the paper
         self.fc2 = xavier_linear(ffn_dim, d_model)  # W^2
         self.act_dropout = act_dropout
+        self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
 
     def forward(self, x):
-        return self.fc2(F.dropout(F.relu(self.fc1(x)), self.act_dropout, self.training))
+        return self.fc2(F.dropout(self.activation(self.fc1(x)), self.act_dropout, self.training))
 
 
 class ResidualSublayer(nn.Module):
@@ -129,7 +133,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout, cfg.activation)
         self.attn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout)
         self.ffn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout)
 
@@ -143,7 +147,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
         self.cross_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout, cfg.activation)
         self.self_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
         self.cross_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
         self.ffn_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)

@@ -119,7 +119,7 @@ def claim_runs(claim):
 def claim_is_applicable(claim):
     if claim["kind"] == "table":
         return bool(config.get(CLAIM_SOURCES[claim["source"]][0]))
-    return all(run in config["runs"] for run in claim_runs(claim))
+    return all(run in config["runs"] or run in bert_runs() for run in claim_runs(claim))
 
 
 def applicable_claims():
@@ -138,7 +138,7 @@ def claims_inputs(wildcards):
         if claim["kind"] == "table":
             files.add(CLAIM_SOURCES[claim["source"]][1])
         for run in claim_runs(claim):
-            files.add(f"results/train/{run}/metrics.csv")
+            files.add(f"results/{'pretrain' if run in bert_runs() else 'train'}/{run}/metrics.csv")
             if claim.get("metric") == "bleu":
                 files.add(f"results/eval/{run}/bleu.csv")
     return sorted(files)

@@ -28,7 +28,10 @@ def corpus_cfg(name):
 
 
 def run_settings(run):
-    """train_defaults <- models[model] <- the run's own keys; `norm` sets both sides."""
+    """train_defaults <- models[model] <- the run's own keys; `norm` sets both sides.
+    A BERT run (bert_common.smk) has its own defaults and models."""
+    if run not in config["runs"]:
+        return bert_run_settings(run)
     merged = {**config["train_defaults"], **config["runs"][run]}
     settings = {**config["models"][merged["model"]], **merged}
     if "norm" in settings:
@@ -80,18 +83,34 @@ def archive_stem(name):
     return next((name[: -len(s)] for s in ARCHIVE_SUFFIXES if name.endswith(s)), name)
 
 
-def collect_archives():
-    found = {}
+def download_entries():
+    """(config key, {url, sha256, file}) of every file the config downloads: the corpora's
+    archives and the BERT data's files (bert_data_common.smk), all through download_archive."""
     for corpus, c in config["corpora"].items():
         for a in c.get("archives", []):
-            name = archive_name(a)
-            other = found.get(name)
-            if other and (other["url"], other.get("sha256")) != (a["url"], a.get("sha256")):
-                config_error(f"corpora.{corpus}.archives: '{name}' is also {other['url']} "
-                             f"(sha256 {other.get('sha256')}); one file name must mean one file")
-            found[name] = a
-    stems = {archive_stem(n): n for n in found}
-    if len(stems) != len(found):
+            yield f"corpora.{corpus}.archives", a
+    for name, c in config.get("bert_corpora", {}).items():
+        if c.get("wikipedia"):
+            yield f"bert_corpora.{name}.wikipedia", c["wikipedia"]
+    for task, g in config.get("glue", {}).items():
+        for key in ("archive", "msr_train", "dev_ids"):
+            if g.get(key):
+                yield f"glue.{task}.{key}", g[key]
+
+
+def collect_archives():
+    found = {}
+    for key, a in download_entries():
+        name = archive_name(a)
+        other = found.get(name)
+        if other and (other["url"], other.get("sha256")) != (a["url"], a.get("sha256")):
+            config_error(f"{key}: '{name}' is also {other['url']} "
+                         f"(sha256 {other.get('sha256')}); one file name must mean one file")
+        found[name] = a
+    # only archives are unpacked; a plain file (a dump, a .txt) is read where it was downloaded
+    archives = [n for n in found if n.endswith(ARCHIVE_SUFFIXES)]
+    stems = {archive_stem(n): n for n in archives}
+    if len(stems) != len(archives):
         config_error(f"archives: two archives unpack to the same folder name ({sorted(found)})")
     return found, stems
 
@@ -110,7 +129,7 @@ def files_regex(names, none):
 
 wildcard_constraints:
     corpus=names_regex(config["corpora"]),
-    run=names_regex(config["runs"]),
+    run=names_regex(list(config["runs"]) + list(config.get("bert", {}).get("runs", {}))),
     fig=names_regex(config["figures"]) or "NO_FIGURES",
     side="src|tgt",
     merges="[0-9]+",

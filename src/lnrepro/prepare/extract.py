@@ -96,7 +96,8 @@ def _extract_zip(archive, dest):
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
                 raise UnsafeArchive(f"{archive}: member '{info.filename}' is a symlink; refusing to extract")
-            if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            # no file-type bits (Python's ZipFile.writestr writes 0o600) is a plain file, as for unzip
+            if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 raise UnsafeArchive(f"{archive}: member '{info.filename}' is not a regular file; refusing to extract")
             if not name:
                 continue

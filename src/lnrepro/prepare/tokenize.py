@@ -6,7 +6,9 @@ Options for the other recipes and for exact parity with today's tokenizer.perl (
 `--aggressive-dash` (-a), `--split-final-period` (mosesdecoder since Nov 2018), and
 `--normalize-punctuation` / `--remove-non-printing`, which run normalize-punctuation.perl and
 remove-non-printing-char.perl on each line first, as prepare-wmt14en2de.sh pipes its training
-text through them.
+text through them, and `--lowercase`, which lowercases the tokens in the same pass (the BERT
+corpus: after tokenizing, as prepare-iwslt14.sh does, because the tokenizer's nonbreaking
+prefixes such as "Dr." are matched case-sensitively).
 """
 from sacremoses import MosesTokenizer
 
@@ -16,7 +18,7 @@ _state = {}  # per worker process: the tokenizer, its options and the per-line p
 
 
 def _init(lang, aggressive_dash, escape, split_final_period=False, normalize_punctuation=False,
-          remove_non_printing=False):
+          remove_non_printing=False, lowercase=False):
     steps = []
     if split_final_period or normalize_punctuation or remove_non_printing:
         from . import moses
@@ -31,7 +33,7 @@ def _init(lang, aggressive_dash, escape, split_final_period=False, normalize_pun
 
         def blank(line):
             return not line.strip()
-    _state.update(tokenizer=tokenizer, steps=steps, blank=blank,
+    _state.update(tokenizer=tokenizer, steps=steps, blank=blank, lowercase=lowercase,
                   options=dict(aggressive_dash_splits=aggressive_dash, escape=escape,
                                return_str=True))
 
@@ -41,14 +43,16 @@ def _tokenize_chunk(lines):
     for step in _state["steps"]:
         lines = [step(line) for line in lines]
     # tokenizer.perl prints blank (whitespace-only) lines unchanged
-    return [line if blank(line) else tok.tokenize(line, **options) for line in lines]
+    lines = [line if blank(line) else tok.tokenize(line, **options) for line in lines]
+    return [line.lower() for line in lines] if _state["lowercase"] else lines
 
 
 def tokenize_file(in_path, out_path, lang, threads=1, aggressive_dash=False, escape=True,
-                  split_final_period=False, normalize_punctuation=False, remove_non_printing=False):
+                  split_final_period=False, normalize_punctuation=False, remove_non_printing=False,
+                  lowercase=False):
     return map_lines(_tokenize_chunk, in_path, out_path, threads, _init,
                      (lang, aggressive_dash, escape, split_final_period, normalize_punctuation,
-                      remove_non_printing))
+                      remove_non_printing, lowercase))
 
 
 def add_arguments(p):
@@ -67,9 +71,10 @@ def add_arguments(p):
                    help="normalize-punctuation.perl LANG on each line first")
     p.add_argument("--remove-non-printing", action="store_true",
                    help="remove-non-printing-char.perl on each line first (after normalizing)")
+    p.add_argument("--lowercase", action="store_true", help="lowercase the tokenized text (lowercase.perl)")
 
 
 def run(args):
     tokenize_file(args.input, args.output, args.lang, args.threads, args.aggressive_dash,
                   not args.no_escape, args.split_final_period, args.normalize_punctuation,
-                  args.remove_non_printing)
+                  args.remove_non_printing, args.lowercase)

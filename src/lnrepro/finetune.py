@@ -1,0 +1,158 @@
+"""Fine-tune one pre-training checkpoint on a GLUE task (Xiong et al. Fig 5b,c; supplementary §1.3).
+
+For every point of the search grid (batch size x lr x epochs) the checkpoint is fine-tuned with
+each seed and scored by dev accuracy; the grid point with the best mean is the checkpoint's
+result, reported as mean and 95% confidence interval over the seeds (Student's t). Optimizer as
+Devlin et al.: AdamW (0.9, 0.999), eps 1e-6, weight decay 0.01, linear decay after a warm-up
+over the first 10% of updates.
+
+Writes OUT (every fine-tuning: one row per grid point and seed) and OUT with ``.summary.csv``
+(the chosen grid point's mean and interval). A checkpoint that does not exist because its
+pre-training diverged earlier gives a summary row marked diverged.
+"""
+import csv
+import itertools
+import math
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from .bert import BertClassifier, load_bert, pad_batch, pair_input
+from .loop import log
+from .mono_data import PairData
+
+# two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96)
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+SUMMARY_COLUMNS = ["round", "updates", "task", "batch", "lr", "epochs", "seeds", "mean_acc", "std_acc", "ci95",
+                   "diverged"]
+
+
+def add_arguments(p):
+    p.add_argument("--checkpoint", required=True, help="a pre-training round checkpoint (checkpoints/epochN.pt)")
+    p.add_argument("--data", required=True, help="binarized GLUE task dir (train.pt, dev.pt)")
+    p.add_argument("--task", required=True, help="task name, written into the tables")
+    p.add_argument("--batch", type=int, nargs="+", default=[16, 32])
+    p.add_argument("--lr", type=float, nargs="+", default=[1e-5, 2e-5, 3e-5, 5e-5, 1e-4])
+    p.add_argument("--epochs", type=int, nargs="+", default=[3, 4, 5, 6, 7, 8])
+    p.add_argument("--seeds", type=int, default=6)
+    p.add_argument("--max-len", type=int, default=128)
+    p.add_argument("--warmup-fraction", type=float, default=0.1)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--out", required=True, help="CSV of every fine-tuning; the summary goes beside it")
+
+
+def ci95(values):
+    """(mean, sample std, half-width of the 95% confidence interval of the mean)."""
+    n = len(values)
+    mean = statistics.fmean(values)
+    if n < 2:
+        return mean, 0.0, float("nan")
+    std = statistics.stdev(values)
+    t = T975[n - 2] if n - 1 <= len(T975) else 1.96
+    return mean, std, t * std / math.sqrt(n)
+
+
+def encode(data: PairData, max_len):
+    return [pair_input(a.tolist(), b.tolist(), max_len) for a, b, _ in (data.pair(i) for i in range(len(data)))]
+
+
+def finetune_once(checkpoint, train, dev, batch, lr, epochs, seed, warmup_fraction, device):
+    """Dev accuracy after fine-tuning `checkpoint` with one setting and seed."""
+    torch.manual_seed(seed)
+    model = BertClassifier(load_bert(checkpoint, device)).to(device)
+    inputs, labels = train
+    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "norm" in n]
+    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "norm" in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=lr, betas=(0.9, 0.999), eps=1e-6)
+    steps = epochs * math.ceil(len(inputs) / batch)
+    warmup = max(1, int(warmup_fraction * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda n: (n + 1) / warmup if n < warmup else max(0.0, (steps - n) / max(1, steps - warmup)))
+    rng = np.random.default_rng(seed)
+    model.train()
+    for _ in range(epochs):
+        order = rng.permutation(len(inputs))
+        for start in range(0, len(inputs), batch):
+            idx = order[start:start + batch]
+            tokens, segments = pad_batch([inputs[i] for i in idx])
+            loss = F.cross_entropy(model(tokens.to(device), segments.to(device)), labels[idx].to(device))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            schedule.step()
+    return accuracy(model, dev, device)
+
+
+@torch.no_grad()
+def accuracy(model, dev, device, batch=64):
+    model.eval()
+    inputs, labels = dev
+    correct = 0
+    for start in range(0, len(inputs), batch):
+        tokens, segments = pad_batch(inputs[start:start + batch])
+        correct += int((model(tokens.to(device), segments.to(device)).argmax(-1).cpu() == labels[start:start + batch]).sum())
+    return correct / len(inputs)
+
+
+def summarize(rows, task, round_, updates):
+    """The grid point with the best mean dev accuracy over seeds, with its 95% interval."""
+    frame = pd.DataFrame(rows)
+    best = None
+    for (batch, lr, epochs), group in frame.groupby(["batch", "lr", "epochs"], sort=True):
+        mean, std, half = ci95(list(group.dev_acc))
+        if best is None or mean > best["mean_acc"]:
+            best = {"round": round_, "updates": updates, "task": task, "batch": batch, "lr": lr, "epochs": epochs,
+                    "seeds": len(group), "mean_acc": mean, "std_acc": std, "ci95": half, "diverged": 0}
+    return best
+
+
+def write_rows(path, rows, columns):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def run(args):
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    summary_path = out.with_suffix(".summary.csv")
+    checkpoint = Path(args.checkpoint)
+    round_ = int(checkpoint.stem.removeprefix("epoch"))
+    if not checkpoint.exists():  # the pre-training run diverged before this round
+        log(f"{checkpoint}: no such checkpoint (the run diverged before it); recorded as diverged")
+        write_rows(out, [], ["round", "task", "batch", "lr", "epochs", "seed", "dev_acc"])
+        write_rows(summary_path, [{"round": round_, "task": args.task, "diverged": 1}], SUMMARY_COLUMNS)
+        return 0
+    updates = torch.load(checkpoint, weights_only=True, map_location="cpu").get("updates", 0)
+    max_len = min(args.max_len, load_bert(checkpoint).cfg.max_positions)
+    data = {}
+    for split in ("train", "dev"):
+        pairs = PairData.load(Path(args.data) / f"{split}.pt")
+        data[split] = (encode(pairs, max_len), pairs.labels.clone())
+    rows = []
+    for batch, lr, epochs in itertools.product(args.batch, args.lr, args.epochs):
+        for seed in range(1, args.seeds + 1):
+            t0 = time.time()
+            acc = finetune_once(checkpoint, data["train"], data["dev"], batch, lr, epochs, seed,
+                                args.warmup_fraction, torch.device(args.device))
+            rows.append({"round": round_, "task": args.task, "batch": batch, "lr": lr, "epochs": epochs,
+                         "seed": seed, "dev_acc": acc})
+            log(f"round {round_} | {args.task} | batch {batch} lr {lr:g} epochs {epochs} seed {seed} | "
+                f"dev acc {acc:.4f} | {time.time() - t0:.1f}s")
+    write_rows(out, rows, list(rows[0]))
+    best = summarize(rows, args.task, round_, updates)
+    write_rows(summary_path, [best], SUMMARY_COLUMNS)
+    log(f"round {round_} ({updates} updates) | {args.task}: {best['mean_acc']:.4f} +- {best['ci95']:.4f} "
+        f"(batch {best['batch']}, lr {best['lr']:g}, {best['epochs']} epochs)")
+    return 0

@@ -1,0 +1,225 @@
+"""BERT pre-training with the masked-LM objective (Xiong et al. Fig 5a), on lnrepro.loop's trainer.
+
+A round is ``valid_interval`` updates: after each, the validation loss (bits per masked token)
+and a checkpoint ``checkpoints/epochN.pt`` that fine-tuning reads. Resume, divergence and
+multi-GPU behave as for translation because the loop is the same.
+
+Instances follow Devlin et al.'s create_pretraining_data: the sentences of one document are
+packed into blocks of up to ``block_size`` tokens ([CLS] A [SEP] (B [SEP])); with next-sentence
+prediction, a block is cut at a random sentence and B is the true continuation or, half the
+time, sentences of another document. Masks are drawn per batch from (seed, position in the
+batch stream), so they differ every epoch and a resumed run draws the same ones.
+"""
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import launch
+from .batching import epoch_order, make_batches
+from .bert import CLS, MASK_SYMBOL, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
+from .data import PAD, Dictionary
+from .loop import LN2, LoopConfig, add_config_arguments, config_args, config_from_args, fit
+from .mono_data import MonoData
+
+
+@dataclass(frozen=True)
+class PretrainConfig(LoopConfig):
+    # model: BERT-base (Devlin et al.; Xiong et al. supplementary §1.2)
+    layers: int = 12
+    d_model: int = 768
+    ffn_dim: int = 3072
+    heads: int = 12
+    dropout: float = 0.1
+    attn_dropout: float = 0.1
+    init_std: float = 0.02
+    norm: str = "post"
+    # objective and length
+    block_size: int = 512
+    nsp: bool = True
+    mask_prob: float = 0.15
+    max_updates: int = 1_000_000
+    valid_interval: int = 50_000  # updates per round: validation loss and a checkpoint after each
+    valid_max_sequences: int = 0  # 0 = the whole valid split
+
+    def model_config(self, vocab_size):
+        return BertConfig(vocab_size=vocab_size, layers=self.layers, d_model=self.d_model, ffn_dim=self.ffn_dim,
+                          heads=self.heads, dropout=self.dropout, attn_dropout=self.attn_dropout, init_std=self.init_std, norm=self.norm,
+                          max_positions=self.block_size, nsp=self.nsp)
+
+
+def add_arguments(p):
+    p.add_argument("--data", required=True, help="binarized monolingual data dir (dict.txt, train.pt, valid.pt)")
+    p.add_argument("--out", required=True, help="run dir: metrics.csv and checkpoints/")
+    add_config_arguments(p, PretrainConfig)
+
+
+def run(args):
+    cfg = config_from_args(PretrainConfig, args)
+    if launch.run(args.nodes, args.gpus, cfg.threads, ["--data", args.data, "--out", args.out] + config_args(cfg),
+                  subcommand="pretrain"):
+        return 0  # not reached: the launch replaced this process
+    return pretrain(cfg, Path(args.data), Path(args.out))
+
+
+def pretrain(cfg: PretrainConfig, data_dir: Path, out_dir: Path):
+    return fit(cfg, MaskedLMTask(cfg, data_dir), out_dir)
+
+
+def make_instances(data: MonoData, block_size, nsp, rng):
+    """Blocks as sentence ranges: int64 array of rows (a_start, a_end, b_start, b_end, is_next);
+    b_start == b_end when there is no second segment."""
+    budget = block_size - (3 if nsp else 2)
+    lengths = np.diff(data.sentence_offsets.numpy())
+    rows = []
+    for doc in range(data.n_docs):
+        first, last = int(data.doc_offsets[doc]), int(data.doc_offsets[doc + 1])
+        start, length = first, 0
+        for s in range(first, last):
+            length += int(lengths[s])
+            if s == last - 1 or length >= budget:
+                end = s + 1
+                if not nsp:
+                    rows.append((start, end, end, end, 1))
+                else:
+                    rows.append(next_sentence_pair(data, doc, start, end, rng))
+                start, length = end, 0
+    return np.array(rows, dtype=np.int64).reshape(-1, 5)
+
+
+def next_sentence_pair(data, doc, start, end, rng):
+    """Cut sentences [start, end) at a random point; B is the rest, or (half the time, or when
+    there is a single sentence) a run of sentences from another document."""
+    cut = start + 1 if end - start < 2 else int(rng.integers(start + 1, end))
+    if end - start >= 2 and (rng.random() < 0.5 or data.n_docs < 2):
+        return (start, cut, cut, end, 1)
+    other = int(rng.integers(data.n_docs - 1))
+    other += other >= doc
+    o_first, o_last = int(data.doc_offsets[other]), int(data.doc_offsets[other + 1])
+    b_start = int(rng.integers(o_first, o_last))
+    return (start, cut, b_start, min(o_last, b_start + max(1, end - cut)), 0)
+
+
+class MaskedLMTask:
+    """BERT's masked LM (+ next-sentence prediction when cfg.nsp) over a monolingual corpus."""
+
+    def __init__(self, cfg: PretrainConfig, data_dir: Path):
+        self.cfg = cfg
+        vocab = Dictionary.load(data_dir / "dict.txt")
+        if MASK_SYMBOL not in vocab.index:
+            raise SystemExit(f"{data_dir / 'dict.txt'} has no {MASK_SYMBOL} symbol (binarize with `lnrepro binarize-mono`)")
+        self.vocab_size, self.mask_id = len(vocab), vocab.index[MASK_SYMBOL]
+        self.train = MonoData.load(data_dir / "train.pt")
+        self.valid = MonoData.load(data_dir / "valid.pt")
+        rng = np.random.default_rng(cfg.seed)
+        self.train_rows = make_instances(self.train, cfg.block_size, cfg.nsp, rng)
+        self.valid_rows = make_instances(self.valid, cfg.block_size, cfg.nsp, np.random.default_rng(cfg.seed + 1))
+        if cfg.valid_max_sequences:
+            self.valid_rows = self.valid_rows[:cfg.valid_max_sequences]
+        self.batches = make_batches(self.lengths(self.train, self.train_rows), cfg.max_tokens, cfg.seed)
+        valid_batches = make_batches(self.lengths(self.valid, self.valid_rows), cfg.max_tokens, cfg.seed)
+        # validation masks are fixed, so every round is scored on the same predictions
+        self.valid_masked = [self.masked(self.valid, self.valid_rows, b, ("valid", i)) for i, b in enumerate(valid_batches)]
+        self.rounds = math.ceil(cfg.max_updates / cfg.valid_interval)
+        self.valid_columns = ("valid_loss", "valid_mlm_acc") + (("valid_nsp_acc",) if cfg.nsp else ())
+        self._pending = {}
+
+    def build_model(self):
+        return Bert(self.cfg.model_config(self.vocab_size))
+
+    def updates_per_round(self, per_update):
+        return self.cfg.valid_interval
+
+    def round_batches(self, round, per_update):
+        """The round's slice of an endless stream of batches, reshuffled every epoch."""
+        n, per_round = len(self.batches), self.cfg.valid_interval * per_update
+        stream = range((round - 1) * per_round, round * per_round)
+        orders = {}
+        out = []
+        for pos in stream:
+            epoch = pos // n + 1
+            if epoch not in orders:
+                orders[epoch] = epoch_order(self.batches, self.cfg.seed, epoch)
+            out.append((pos, tuple(orders[epoch][pos % n])))
+        return out
+
+    def lengths(self, data, rows):
+        """Instance lengths with [CLS]/[SEP], as make_batches reads them."""
+        off = data.sentence_offsets.numpy()
+        a0, a1, b0, b1 = (rows[:, k] for k in range(4))
+        framing = np.where(b1 > b0, 3, 2)
+        t = torch.from_numpy(np.minimum(self.cfg.block_size, off[a1] - off[a0] + off[b1] - off[b0] + framing))
+        return SimpleNamespace(src_lengths=t, tgt_lengths=t)
+
+    def masked(self, data, rows, indices, key):
+        """(inputs, segments, targets, is_next) of the instances `indices`, masked by key's stream."""
+        pairs = []
+        off = data.sentence_offsets
+        for a0, a1, b0, b1, _ in rows[list(indices)]:
+            # a document's sentences lie one after another in the flat token buffer
+            a = data.tokens[off[a0]:off[a1]].tolist()
+            b = data.tokens[off[b0]:off[b1]].tolist()
+            pairs.append(self.instance(a, b, b1 > b0))
+        tokens, segments = pad_batch(pairs)
+        generator = torch.Generator().manual_seed(hash_key(self.cfg.seed, key))
+        inputs, targets = mask_tokens(tokens, self.mask_id, generator, self.cfg.mask_prob)
+        is_next = torch.as_tensor(rows[list(indices), 4], dtype=torch.long)
+        return inputs, segments, targets, is_next
+
+    def instance(self, a, b, has_b):
+        block = self.cfg.block_size
+        if not has_b:
+            a = a[:block - 2]
+            return [CLS] + a + [SEP], [0] * (len(a) + 2)
+        return pair_input(a, b, block)  # the longer segment is cut first (Devlin et al.)
+
+    def batch(self, item):
+        """The masked batch of a stream item, kept from tokens() (which every worker calls for the
+        whole update) until loss() uses it."""
+        pos, indices = item
+        if pos not in self._pending:
+            self._pending[pos] = self.masked(self.train, self.train_rows, indices, ("train", pos))
+        return self._pending[pos]
+
+    def tokens(self, item):
+        return int((self.batch(item)[2] != PAD).sum())
+
+    def loss(self, model, item, device):
+        inputs, segments, targets, is_next = (t.to(device) for t in self.batch(item))
+        self._pending = {pos: b for pos, b in self._pending.items() if pos > item[0]}  # other workers' items
+        mlm, nsp = model(inputs, segments, lm_targets=targets)
+        nll = F.cross_entropy(mlm.float(), targets[targets != PAD], reduction="sum")
+        loss = nll
+        if nsp is not None:  # per-sequence NSP mean, weighted so loss / masked tokens adds it once
+            loss = loss + F.cross_entropy(nsp.float(), is_next, reduction="sum") * (nll.new_tensor(mlm.size(0)) / is_next.numel())
+        return loss, nll
+
+    def validate(self, model, device, autocast):
+        """Masked-LM loss in bits per masked token, its accuracy, and NSP accuracy when trained."""
+        nll = correct = ntok = nsp_correct = nseq = 0.0
+        for inputs, segments, targets, is_next in self.valid_masked:
+            inputs, segments, targets, is_next = (t.to(device) for t in (inputs, segments, targets, is_next))
+            with autocast():
+                mlm, nsp = model(inputs, segments, lm_targets=targets)
+            gold = targets[targets != PAD]
+            nll += F.cross_entropy(mlm.float(), gold, reduction="sum").item()
+            correct += int((mlm.argmax(-1) == gold).sum())
+            ntok += gold.numel()
+            if nsp is not None:
+                nsp_correct += int((nsp.argmax(-1) == is_next).sum())
+                nseq += is_next.numel()
+        out = {"valid_loss": nll / ntok / LN2, "valid_mlm_acc": correct / ntok}
+        if self.cfg.nsp:
+            out["valid_nsp_acc"] = nsp_correct / nseq
+        return out
+
+
+def hash_key(seed, key):
+    """A 63-bit generator seed from (seed, key); Python's hash() is salted per process, this is not."""
+    digest = hashlib.sha256(repr((seed, key)).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1

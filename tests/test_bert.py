@@ -1,0 +1,200 @@
+"""BERT pre-training and fine-tuning (Xiong et al. Fig 5): masking statistics, instances, the
+shared trainer's resume and divergence for the masked LM, fine-tuning and its confidence interval."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from lnrepro.bert import CLS, PAD, SEP, Bert, BertClassifier, BertConfig, mask_tokens, pair_input
+from lnrepro.corpus import generate_documents, generate_pairs
+from lnrepro.data import Dictionary
+from lnrepro.finetune import ci95, summarize
+from lnrepro.mono_data import FlatBuilder, MonoData, PairData
+from lnrepro.pretrain import MaskedLMTask, PretrainConfig, make_instances, pretrain
+
+TINY = dict(layers=2, d_model=32, ffn_dim=64, heads=4, block_size=32, max_tokens=256, max_updates=40,
+            valid_interval=10, schedule="constant", warmup=0, lr=2e-3, device="cpu", threads=1, log_interval=0.5)
+
+
+def mono(docs, vocab):
+    sentences, doc_offsets = FlatBuilder(), [0]
+    for doc in docs:
+        for sentence in doc:
+            sentences.append([vocab.index.get(t, 3) for t in sentence.lower().split()])
+        doc_offsets.append(len(sentences))
+    tokens, offsets = sentences.tensors()
+    return MonoData(tokens, offsets, torch.tensor(doc_offsets, dtype=torch.int64))
+
+
+@pytest.fixture(scope="module")
+def bert_data(tmp_path_factory):
+    """A word-level masked-LM corpus from the demo generator (no BPE needed here)."""
+    out = tmp_path_factory.mktemp("bert_data")
+    train, valid = generate_documents(60, 1, "train"), generate_documents(6, 1, "valid")
+    counted = Dictionary.build(s.lower() for d in train for s in d)
+    vocab = Dictionary(counted.symbols[4:] + ["<mask>"], counted.counts + [0])
+    vocab.save(out / "dict.txt")
+    mono(train, vocab).save(out / "train.pt")
+    mono(valid, vocab).save(out / "valid.pt")
+    for split, n in (("train", 64), ("dev", 32)):
+        s1, s2, labels = FlatBuilder(), FlatBuilder(), []
+        for a, b, y in generate_pairs("mrpc", n, 1, split):
+            s1.append([vocab.index.get(t, 3) for t in a.lower().split()])
+            s2.append([vocab.index.get(t, 3) for t in b.lower().split()])
+            labels.append(int(y))
+        (t1, o1), (t2, o2) = s1.tensors(), s2.tensors()
+        PairData(t1, o1, t2, o2, torch.tensor(labels)).save(out / f"mrpc_{split}.pt")
+    return out
+
+
+def test_masking_follows_devlin_15_percent_80_10_10():
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(4, 1000, (400, 128))
+    tokens[:, 0], tokens[:, -1], tokens[:10, 60:] = CLS, SEP, PAD
+    inputs, targets = mask_tokens(tokens, mask_id=1000, generator=g)
+    real = (tokens != PAD) & (tokens != CLS) & (tokens != SEP)
+    chosen = targets != PAD
+    assert not (chosen & ~real).any()  # never [CLS], [SEP] or padding
+    assert torch.equal(targets[chosen], tokens[chosen])  # targets are the original tokens
+    assert chosen.sum() / real.sum() == pytest.approx(0.15, abs=0.005)
+    n = chosen.sum().item()
+    masked = (inputs == 1000) & chosen
+    kept = (inputs == tokens) & chosen
+    replaced = chosen & ~masked & ~kept
+    assert masked.sum().item() / n == pytest.approx(0.8, abs=0.01)
+    # a random replacement can draw the token itself (1 in ~1000): counted as kept
+    assert kept.sum().item() / n == pytest.approx(0.1, abs=0.01)
+    assert replaced.sum().item() / n == pytest.approx(0.1, abs=0.01)
+    assert torch.equal(inputs[~chosen], tokens[~chosen])
+    assert (inputs[replaced] >= 4).all() and (inputs[replaced] < 1000).all()  # ordinary symbols, never <mask>
+
+
+def test_instances_pack_documents_and_pairs_stay_inside_the_block(bert_data):
+    data = MonoData.load(bert_data / "train.pt")
+    plain = make_instances(data, 32, nsp=False, rng=np.random.default_rng(0))
+    assert (plain[:, 2] == plain[:, 3]).all()  # no second segment
+    covered = np.concatenate([np.arange(a0, a1) for a0, a1, *_ in plain])
+    assert list(covered) == list(range(data.n_sentences))  # every sentence once, in order
+    nsp = make_instances(data, 32, nsp=True, rng=np.random.default_rng(0))
+    assert 0.3 < nsp[:, 4].mean() < 0.7  # about half are true continuations
+    doc_of = np.searchsorted(data.doc_offsets.numpy(), np.arange(data.n_sentences), side="right") - 1
+    for a0, a1, b0, b1, is_next in nsp:
+        assert doc_of[a0] == doc_of[a1 - 1] and b1 > b0
+        assert (doc_of[b0] == doc_of[a0]) == bool(is_next) and (b0 == a1) == bool(is_next)
+    task = MaskedLMTask(PretrainConfig(**{**TINY, "nsp": True}), bert_data)
+    inputs, segments, targets, is_next = task.masked(task.train, task.train_rows, range(20), ("t", 0))
+    assert inputs.size(1) <= 32 and (inputs[:, 0] == CLS).all()
+    assert ((segments == 1).sum(1) > 0).all()  # every NSP instance has a B segment
+
+
+def test_pair_input_truncates_the_longer_side():
+    tokens, segments = pair_input(range(10, 30), range(40, 45), max_len=16)
+    assert len(tokens) == 16 and tokens[0] == CLS and tokens.count(SEP) == 2
+    assert segments == [0] * 10 + [1] * 6  # a cut to 8, b kept at 5
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_pretraining_lowers_the_masked_lm_loss_and_resumes_exactly(bert_data, tmp_path, norm):
+    cfg = PretrainConfig(**TINY, norm=norm, nsp=True)
+    pretrain(cfg, bert_data, tmp_path / "full")
+    full = pd.read_csv(tmp_path / "full" / "metrics.csv")
+    assert list(full.updates) == [10, 20, 30, 40] and full.diverged.sum() == 0
+    assert full.valid_loss.iloc[-1] < full.valid_loss.iloc[0] - 0.3
+    assert full.valid_loss.iloc[0] < math.log2(len(Dictionary.load(bert_data / "dict.txt")))
+    # stop after 2 rounds (as a kill after round 2's checkpoint would), then resume to the end
+    short = PretrainConfig(**{**TINY, "max_updates": 20}, norm=norm, nsp=True)
+    pretrain(short, bert_data, tmp_path / "resumed")
+    state = torch.load(tmp_path / "resumed" / "checkpoints" / "last.pt", weights_only=True)
+    state["fingerprint"] = cfg.fingerprint()  # the same run, cut short
+    torch.save(state, tmp_path / "resumed" / "checkpoints" / "last.pt")
+    pretrain(cfg, bert_data, tmp_path / "resumed")
+    again = pd.read_csv(tmp_path / "resumed" / "metrics.csv")
+    columns = ["updates", "train_loss", "valid_loss", "valid_mlm_acc", "valid_nsp_acc", "grad_norm"]
+    pd.testing.assert_frame_equal(full[columns], again[columns])
+
+
+def test_pretraining_divergence_is_recorded(bert_data, tmp_path):
+    cfg = PretrainConfig(**{**TINY, "lr": 1e4, "optimizer": "sgd", "log_interval": 0.0}, norm="post", nsp=False)
+    assert pretrain(cfg, bert_data, tmp_path) == 0
+    m = pd.read_csv(tmp_path / "metrics.csv")
+    assert m.diverged.iloc[-1] == 1 and len(m) < 4 and math.isnan(m.valid_loss.iloc[-1])
+
+
+def test_classifier_reuses_the_nsp_pooler_and_learns_a_separable_task():
+    torch.manual_seed(0)
+    bert = Bert(BertConfig(vocab_size=50, layers=1, d_model=16, ffn_dim=32, heads=2, max_positions=16, nsp=True))
+    pooler = bert.pooler.weight.clone()
+    model = BertClassifier(bert)
+    assert torch.equal(model.bert.pooler.weight, pooler)
+    x = torch.randint(4, 50, (64, 8))
+    x[:, 0] = CLS
+    y = (x[:, 1] < 27).long()  # the label is visible in one token
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(150):
+        loss = torch.nn.functional.cross_entropy(model(x, torch.zeros_like(x)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    assert (model(x, torch.zeros_like(x)).argmax(-1) == y).float().mean() > 0.95
+
+
+def test_confidence_interval_of_six_seeds():
+    mean, std, half = ci95([0.80, 0.82, 0.78, 0.81, 0.79, 0.84])
+    assert mean == pytest.approx(0.8067, abs=1e-4)
+    assert std == pytest.approx(0.021602, abs=1e-5)
+    assert half == pytest.approx(2.571 * 0.021602 / math.sqrt(6), abs=1e-5)  # t(0.975, 5 df) = 2.571
+    rows = [{"batch": 16, "lr": lr, "epochs": 3, "seed": s, "dev_acc": acc}
+            for lr, accs in ((1e-5, [0.6, 0.62]), (1e-4, [0.7, 0.66])) for s, acc in enumerate(accs)]
+    best = summarize(rows, "mrpc", 2, 200)
+    assert best["lr"] == 1e-4 and best["mean_acc"] == pytest.approx(0.68) and best["seeds"] == 2
+
+
+def test_finetune_command_writes_every_seed_and_the_summary(bert_data, tmp_path):
+    from lnrepro.cli import main
+    pretrain(PretrainConfig(**{**TINY, "max_updates": 10}, norm="pre", nsp=False), bert_data, tmp_path / "run")
+    glue = tmp_path / "mrpc"
+    glue.mkdir()
+    for split in ("train", "dev"):
+        (glue / f"{split}.pt").write_bytes((bert_data / f"mrpc_{split}.pt").read_bytes())
+    out = tmp_path / "ft" / "round1.csv"
+    out.parent.mkdir()
+    assert main(["finetune", "--checkpoint", str(tmp_path / "run" / "checkpoints" / "epoch1.pt"), "--data", str(glue),
+                 "--task", "mrpc", "--batch", "16", "--lr", "1e-4", "3e-4", "--epochs", "1", "--seeds", "3",
+                 "--out", str(out), "--threads", "1"]) == 0
+    runs, summary = pd.read_csv(out), pd.read_csv(out.with_suffix(".summary.csv"))
+    assert len(runs) == 6 and set(runs.seed) == {1, 2, 3}
+    assert runs.dev_acc.between(0, 1).all()
+    best = runs.groupby("lr").dev_acc.mean().max()
+    assert summary.mean_acc.iloc[0] == pytest.approx(best) and summary.updates.iloc[0] == 10
+    # a round the pre-training never reached (it diverged) is recorded, not an error
+    missing = tmp_path / "ft" / "round9.csv"
+    assert main(["finetune", "--checkpoint", str(tmp_path / "run" / "checkpoints" / "epoch9.pt"), "--data", str(glue),
+                 "--task", "mrpc", "--out", str(missing)]) == 0
+    assert pd.read_csv(missing.with_suffix(".summary.csv")).diverged.iloc[0] == 1
+
+
+def test_two_workers_pretrain_like_one_process_with_update_freq_2(bert_data, tmp_path):
+    """Multi-GPU pre-training is the translation trainer's DDP (2 gloo workers here); masks are keyed
+    by the batch's place in the stream, so both layouts mask alike."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    flags = {**TINY, "max_updates": 20, "dropout": 0.0, "attn_dropout": 0.0, "norm": "pre", "nsp": True}
+
+    def cmd(out, **extra):
+        args = ["-m", "lnrepro.cli", "pretrain", "--data", str(bert_data), "--out", str(out)]
+        return args + [a for k, v in {**flags, **extra}.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+
+    subprocess.run([sys.executable, *cmd(tmp_path / "one", update_freq=2)], check=True, env=env, capture_output=True)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           *cmd(tmp_path / "two", update_freq=1)], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "2 worker(s)" in proc.stderr
+    one, two = pd.read_csv(tmp_path / "one" / "metrics.csv"), pd.read_csv(tmp_path / "two" / "metrics.csv")
+    assert list(one.updates) == list(two.updates) == [10, 20]
+    for col in ("train_loss", "valid_loss", "valid_nsp_acc", "grad_norm"):
+        pd.testing.assert_series_equal(one[col], two[col], rtol=1e-4, check_names=False)

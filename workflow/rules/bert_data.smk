@@ -1,0 +1,294 @@
+# BERT pre-training corpus and GLUE MRPC/RTE (Xiong et al. 2020, supplementary 1.2-1.3); helpers
+# in bert_data_common.smk. The pre-training corpus, generated or real, takes one chain:
+#   documents (generate_bert_documents | prepare_wikipedia + prepare_books: docs text)
+#   -> split_sentences (spaCy) -> tokenize_bert (Moses normalize, tokenize, lowercase)
+#   -> split_bert_documents (199:1 by document) -> bpe_learn_bert (train) -> bpe_apply_bert
+#   -> binarize_bert: results/data/bert/{bcorpus}/bin/{dict.txt,train.pt,valid.pt}
+# A GLUE task: generate_glue | RTE.zip unpacked | Microsoft's MRPC files -> prepare_glue (train/dev,
+# labels 0/1) -> tokenize_glue, bpe_apply_glue with its pre-training corpus's tokenization and BPE
+# codes -> binarize_glue with that corpus's dictionary: results/data/glue/{glue_task}/bin/{split}.pt
+
+
+localrules:
+    generate_glue,
+    prepare_glue,
+
+
+rule generate_bert_documents:
+    output:
+        "results/data/bert/{bcorpus}/generated/docs.txt",
+    wildcard_constraints:
+        bcorpus=bert_source_corpora("generated"),
+    params:
+        flags=bert_generator_flags,
+        out_dir="results/data/bert/{bcorpus}/generated",
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/generate.log",
+    shell:
+        "lnrepro generate --task mono --one-file {params.flags} --n-test 0 --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule prepare_wikipedia:
+    input:
+        wikipedia_dump,
+    output:
+        "results/data/bert/{bcorpus}/docs/wikipedia.txt",
+    params:
+        flags=wikipedia_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/prepare_wikipedia.log",
+    benchmark:
+        "benchmarks/data/bert/{bcorpus}/prepare_wikipedia.tsv"
+    shell:
+        "lnrepro prepare-wikipedia --dump {input} {params.flags} --out {output} > {log} 2>&1"
+
+
+rule prepare_books:
+    input:
+        books_input,
+    output:
+        "results/data/bert/{bcorpus}/docs/books.txt",
+    params:
+        books=books_dir,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/prepare_books.log",
+    shell:
+        "lnrepro prepare-books --dir {params.books:q} --out {output} > {log} 2>&1"
+
+
+rule split_sentences:
+    input:
+        bert_document_files,
+    output:
+        "results/data/bert/{bcorpus}/sentences.txt",
+    threads: threads("data")
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/split_sentences.log",
+    benchmark:
+        "benchmarks/data/bert/{bcorpus}/split_sentences.tsv"
+    shell:
+        "lnrepro split-sentences --inputs {input} --threads {threads} --out {output} > {log} 2>&1"
+
+
+rule tokenize_bert:
+    input:
+        "results/data/bert/{bcorpus}/sentences.txt",
+    output:
+        "results/data/bert/{bcorpus}/tok.txt",
+    params:
+        flags=bert_tokenizer_flags,
+    threads: threads("data")
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/tokenize.log",
+    benchmark:
+        "benchmarks/data/bert/{bcorpus}/tokenize.tsv"
+    shell:
+        "lnrepro tokenize {params.flags} --threads {threads} --input {input} --output {output} > {log} 2>&1"
+
+
+rule split_bert_documents:
+    input:
+        "results/data/bert/{bcorpus}/tok.txt",
+    output:
+        train="results/data/bert/{bcorpus}/text/train.txt",
+        valid="results/data/bert/{bcorpus}/text/valid.txt",
+    params:
+        flags=split_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/split_documents.log",
+    shell:
+        "lnrepro split-documents {params.flags} --input {input}"
+        " --train-out {output.train} --valid-out {output.valid} > {log} 2>&1"
+
+
+rule bpe_learn_bert:
+    input:
+        "results/data/bert/{bcorpus}/text/train.txt",
+    output:
+        "results/data/bert/{bcorpus}/bpe{merges}/codes",
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/bpe{merges}.learn.log",
+    benchmark:
+        "benchmarks/data/bert/{bcorpus}/bpe{merges}.learn.tsv"
+    shell:
+        "lnrepro bpe-learn --inputs {input} --merges {wildcards.merges} --codes {output} > {log} 2>&1"
+
+
+rule bpe_apply_bert:
+    input:
+        codes="results/data/bert/{bcorpus}/bpe{merges}/codes",
+        text="results/data/bert/{bcorpus}/text/{split}.txt",
+    output:
+        "results/data/bert/{bcorpus}/bpe{merges}/{split}.txt",
+    wildcard_constraints:
+        split="train|valid",
+    threads: threads("data")
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/bpe{merges}.apply.{split}.log",
+    benchmark:
+        "benchmarks/data/bert/{bcorpus}/bpe{merges}.apply.{split}.tsv"
+    shell:
+        "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
+
+
+rule binarize_bert:
+    input:
+        unpack(bert_bpe_files),
+    output:
+        dict="results/data/bert/{bcorpus}/bin/dict.txt",
+        train="results/data/bert/{bcorpus}/bin/train.pt",
+        valid="results/data/bert/{bcorpus}/bin/valid.pt",
+    params:
+        out_dir="results/data/bert/{bcorpus}/bin",
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/bert/{bcorpus}/binarize.log",
+    benchmark:
+        "benchmarks/data/bert/{bcorpus}/binarize.tsv"
+    shell:
+        "lnrepro binarize-mono --train {input.train} --valid {input.valid}"
+        " --out-dir {params.out_dir} > {log} 2>&1"
+
+
+# ---- GLUE ---------------------------------------------------------------------------------------
+rule generate_glue:
+    output:
+        directory("results/data/glue/{glue_task}/generated"),
+    wildcard_constraints:
+        glue_task=glue_source_tasks("generated"),
+    params:
+        flags=glue_generator_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/glue/{glue_task}/generate.log",
+    shell:
+        "lnrepro generate {params.flags} --out-dir {output} > {log} 2>&1"
+
+
+rule prepare_glue:
+    input:
+        unpack(glue_sources),
+    output:
+        expand("results/data/glue/{{glue_task}}/raw/{split}.{column}",
+               split=["train", "dev"], column=["tsv", "sentence1", "sentence2", "label"]),
+    params:
+        flags=glue_prepare_flags,
+        out_dir="results/data/glue/{glue_task}/raw",
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/glue/{glue_task}/prepare.log",
+    shell:
+        "lnrepro prepare-glue --task {wildcards.glue_task} {params.flags} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule tokenize_glue:
+    input:
+        "results/data/glue/{glue_task}/raw/{split}.{glue_column}",
+    output:
+        "results/data/glue/{glue_task}/tok/{split}.{glue_column}",
+    wildcard_constraints:
+        split="train|dev",
+    params:
+        flags=glue_tokenizer_flags,
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/glue/{glue_task}/tokenize.{split}.{glue_column}.log",
+    shell:
+        "lnrepro tokenize {params.flags} --input {input} --output {output} > {log} 2>&1"
+
+
+rule bpe_apply_glue:
+    input:
+        codes=glue_codes,
+        text="results/data/glue/{glue_task}/tok/{split}.{glue_column}",
+    output:
+        "results/data/glue/{glue_task}/bpe/{split}.{glue_column}",
+    wildcard_constraints:
+        split="train|dev",
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/glue/{glue_task}/bpe.{split}.{glue_column}.log",
+    shell:
+        "lnrepro bpe-apply --codes {input.codes} --input {input.text} --output {output} > {log} 2>&1"
+
+
+rule binarize_glue:
+    input:
+        dict=glue_dict,
+        s1="results/data/glue/{glue_task}/bpe/{split}.sentence1",
+        s2="results/data/glue/{glue_task}/bpe/{split}.sentence2",
+        labels="results/data/glue/{glue_task}/raw/{split}.label",
+    output:
+        "results/data/glue/{glue_task}/bin/{split}.pt",
+    wildcard_constraints:
+        split="train|dev",
+    resources:
+        mem_mb=mem_mb("data"),
+        runtime=runtime("data"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/data/glue/{glue_task}/binarize.{split}.log",
+    shell:
+        "lnrepro binarize-pairs --dict {input.dict} --s1 {input.s1} --s2 {input.s2} --labels {input.labels}"
+        " --out {output} > {log} 2>&1"
