@@ -306,6 +306,20 @@ def test_demo_admin_table1_vanishing_is_measured_and_not_what_fails_training(dem
 
 
 @pytest.mark.slow
+def test_demo_liu_fig10_post_ln_fails_at_large_lr_small_beta2_where_pre_ln_trains(demo):
+    """Fig 10 on the demo grid: Pre-LN converges in every cell; Post-LN fails in the large-lr,
+    small-beta2 corner and nowhere with the larger beta2 (the paper's direction on both axes)."""
+    assert (demo / "results" / "figures" / "liu_fig10.pdf").read_bytes()[:5] == b"%PDF-"
+    grid = pd.read_csv(demo / "results" / "figures" / "liu_fig10.csv")
+    assert len(grid) == len(demo_config()["admin"]["lr_grid"]["cells"])
+    pre, post = grid[grid.norm == "pre"], grid[grid.norm == "post"]
+    assert (pre.status == "converged").all() and pre.bleu.gt(0).all()
+    corner = post[(post.lr == post.lr.max()) & (post.beta2 == post.beta2.min())]
+    assert (corner.status != "converged").all()
+    assert (post[post.beta2 == post.beta2.max()].status == "converged").all()
+
+
+@pytest.mark.slow
 def test_demo_liu_fig5_only_the_postln_decoder_vanishes(demo):
     assert (demo / "results" / "figures" / "liu_fig5.pdf").read_bytes()[:5] == b"%PDF-"
     summary = pd.read_csv(demo / "results" / "figures" / "liu_fig5_vanishing.csv").set_index("combination")

@@ -38,6 +38,8 @@ def add_arguments(p):
     p.add_argument("--warmup-steps", type=int, default=3)
     p.add_argument("--repeats", type=int, default=5, help="interleaved repetitions; the median is reported")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for both models (and the peak matmul)")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile both models' training forward (as train --compile does); decoding stays eager")
     p.add_argument("--decode-sentences", type=int, default=128, help="per model and beam size, over all repetitions")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--out", default="results/bench.csv")
@@ -173,14 +175,15 @@ def build_pair(cfg, device, seed=1):
     return ours, Reference(cfg).to(device)
 
 
-def train_steps(model, batches, device, autocast):
+def train_steps(model, batches, device, autocast, compile=False):
     optimizer = build_optimizer(TrainConfig(), model.parameters())  # the pipeline's AdamW
+    forward = torch.compile(model) if compile else model
 
     def run(n, start=0):
         for i in range(n):
             src, prev, tgt = batches[(start + i) % len(batches)]
             with autocast():
-                loss, _ = label_smoothed_loss(model(src, prev), tgt, 0.1)
+                loss, _ = label_smoothed_loss(forward(src, prev), tgt, 0.1)
             (loss / tgt.numel()).backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -191,8 +194,8 @@ def train_steps(model, batches, device, autocast):
 def training_rates(cfg, batches, args, device, autocast):
     """Median target tokens/s of a full training step, ours and the reference."""
     ours, ref = build_pair(cfg, device)
-    steps = {"ours": train_steps(ours.train(), batches, device, autocast),
-             "ref": train_steps(ref.train(), batches, device, autocast)}
+    steps = {name: train_steps(model.train(), batches, device, autocast, args.compile)
+             for name, model in (("ours", ours), ("ref", ref))}
     for run in steps.values():
         run(args.warmup_steps)
     per_rep = max(1, args.steps // args.repeats)
@@ -238,7 +241,7 @@ def bench(args):
     gen = torch.Generator().manual_seed(1)
     batches = [random_batch(B, L, args.vocab, device, gen) for _ in range(4)]
     config = (f"d{args.d_model} ffn{args.ffn_dim} h{args.heads} L{args.layers}+{args.layers} V{args.vocab} "
-              f"B{B}xS{L} {args.norm}-LN {'bf16' if args.bf16 else 'fp32'}")
+              f"B{B}xS{L} {args.norm}-LN {'bf16' if args.bf16 else 'fp32'}{' compiled' if args.compile else ''}")
     rows = []
 
     def row(metric, ours, ref, unit):
