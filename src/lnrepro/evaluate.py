@@ -8,7 +8,6 @@ average_checkpoints.py, as the Admin recipes use with N = 10): one row, at the l
 """
 import csv
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from .batching import pad_right
 from .beam import beam_search
 from .bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
 from .data import Dictionary, ParallelData
+from .loop import write_csv
 from .train import load_model, pick_device
 
 COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen",
@@ -112,10 +112,5 @@ def run(args):
                      "averaged": averaged})
         print(f"epoch {r['epoch']}: BLEU {score.score:.2f} ({len(hyps) / elapsed:.0f} sentences/s)",
               file=sys.stderr, flush=True)
-    tmp = out.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, out)
+    write_csv(rows, out, COLUMNS)
     return 0

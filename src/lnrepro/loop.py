@@ -140,7 +140,8 @@ def atomic_save(obj, path):
     os.replace(tmp, path)
 
 
-def write_metrics(rows, path, columns):
+def write_csv(rows, path, columns):
+    """A table written whole or not at all (a killed job leaves the previous file)."""
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
@@ -316,10 +317,10 @@ def fit(cfg: LoopConfig, task, out_dir):
                 board.add_scalar(key, row[key], epoch)
         if main_process:
             save_round(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, env.world)
-            write_metrics(rows, out_dir / "progress.csv", columns)
+            write_csv(rows, out_dir / "progress.csv", columns)
         env.barrier()
     if main_process:
-        write_metrics(rows, out_dir / "metrics.csv", columns)
+        write_csv(rows, out_dir / "metrics.csv", columns)
     env.close()
     return 0
 
