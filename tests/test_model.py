@@ -128,6 +128,19 @@ def test_beam_finds_a_hypothesis_at_least_as_likely_as_greedy():
         assert logprob(s, beam[s]) >= logprob(s, greedy[s]) - 1e-4
 
 
+def test_beam_search_of_a_batch_equals_each_sentence_alone():
+    """Sentences finish at different steps and leave the batch; the others must not notice."""
+    torch.manual_seed(3)
+    m = Transformer(tiny("post")).eval()
+    with torch.no_grad():  # a likelier </s>, so that some sentences end early and some run to the limit
+        m.decoder.embed.tokens.weight[EOS] *= 1.6
+    src = pad_right([torch.randint(4, 50, (n,)) for n in (2, 9, 5, 7, 3, 8)])
+    together = beam_search(m, src, beam=4, lenpen=1.2, max_len_b=12)  # max length not set by the batch
+    alone = [beam_search(m, src[i:i + 1, :int((src[i] != PAD).sum())], beam=4, lenpen=1.2, max_len_b=12)[0] for i in range(6)]
+    assert together == alone
+    assert len({len(h) for h in together}) > 1  # the sentences did end at different steps
+
+
 def last_ffn_w2_grad(norm, layers, seed):
     torch.manual_seed(seed)
     m = Transformer(ModelConfig(vocab_size=200, d_model=64, ffn_dim=128, heads=4, enc_layers=layers,
