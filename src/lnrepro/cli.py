@@ -58,7 +58,7 @@ def build_parser(command=None):
     parser = argparse.ArgumentParser(prog="lnrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)  # help is %-formatted
         if name == command:
             module = importlib.import_module(module_name)
             module.add_arguments(p)
