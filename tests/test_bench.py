@@ -93,7 +93,8 @@ def test_bench_end_to_end(tmp_path):
                  "--out", str(out)]) == 0
     rows = {r["metric"]: r for r in csv.DictReader(open(out))}
     assert list(rows) == ["train_tokens_per_s", "matmul_peak_gflops", "train_gflops", "train_mfu",
-                          "decode_beam3_sentences_per_s", "decode_beam3_tokens_per_s",
+                          "step_share_matmul", "step_share_attention", "step_share_dropout_rng",
+                          "matmul_kernel_gflops", "matmul_kernel_fraction_of_peak", "decode_beam3_sentences_per_s", "decode_beam3_tokens_per_s",
                           "decode_greedy_sentences_per_s", "decode_greedy_tokens_per_s"]
     for name, r in rows.items():
         assert float(r["ours"]) > 0, name
@@ -104,3 +105,8 @@ def test_bench_end_to_end(tmp_path):
     # MFU = achieved / peak, and achieved = tokens/s x FLOPs per token
     peak = float(rows["matmul_peak_gflops"]["ours"])
     assert float(rows["train_mfu"]["ours"]) == pytest.approx(float(rows["train_gflops"]["ours"]) / peak)
+    # the step's time split: shares of one step, and the matmul kernels' own FLOP/s against the peak
+    shares = [float(rows[f"step_share_{g}"]["ours"]) for g in ("matmul", "attention", "dropout_rng")]
+    assert all(0 < x < 1 for x in shares) and sum(shares) < 1
+    assert float(rows["matmul_kernel_fraction_of_peak"]["ours"]) == pytest.approx(
+        float(rows["matmul_kernel_gflops"]["ours"]) / peak)

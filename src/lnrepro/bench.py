@@ -4,7 +4,8 @@ Three measurements, ours and the reference interleaved repetition by repetition 
 noise hits both) and reported as the median repetition: training throughput (target tokens/s
 of forward + label-smoothed loss + backward + AdamW step), decoding speed (our cached beam
 search against a beam search that recomputes the whole decoder prefix every step) and achieved
-FLOP/s of the training step as a fraction of the measured matmul peak (MFU).
+FLOP/s of the training step as a fraction of the measured matmul peak (MFU), with where the
+step's time goes (matmul, attention, dropout kernels) and how fast its matmuls run at its shapes.
 """
 import csv
 import statistics
@@ -203,6 +204,40 @@ def training_rates(cfg, batches, args, device, autocast):
     return {k: median_rate(v) for k, v in interleaved(fns, args.repeats, device).items()}
 
 
+# kernels by what they do, for the breakdown of a training step's time (names as torch.profiler reports them)
+MATMUL_KERNELS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+MATMUL_OPS = tuple(getattr(torch.ops.aten, name.split("::")[1]) for name in MATMUL_KERNELS)  # as FlopCounterMode keys them
+KERNEL_GROUPS = {"matmul": lambda name: name in MATMUL_KERNELS,
+                 "attention": lambda name: "scaled_dot_product" in name or "attention" in name,
+                 "dropout_rng": lambda name: name in ("aten::bernoulli_", "aten::native_dropout")}
+
+
+def step_breakdown(cfg, batches, args, device, autocast):
+    """Why MFU is what it is: per model, the share of a training step's (self) time in matmul
+    kernels, attention kernels and dropout's random numbers (torch.profiler), and the FLOP/s the
+    matmul kernels themselves reach at this model's shapes (FLOPs from torch's FlopCounterMode)."""
+    from torch.profiler import ProfilerActivity, profile
+    from torch.utils.flop_counter import FlopCounterMode
+    activity = ProfilerActivity.CUDA if device.type == "cuda" else ProfilerActivity.CPU
+    result = {}
+    for name, model in zip(("ours", "ref"), build_pair(cfg, device)):
+        run = train_steps(model.train(), batches, device, autocast)
+        run(args.warmup_steps)
+        with FlopCounterMode(display=False) as counter:
+            run(1)
+        flops = sum(n for op, n in counter.get_flop_counts()["Global"].items() if op in MATMUL_OPS)
+        steps = max(1, args.steps // args.repeats)
+        with profile(activities=[activity]) as prof:
+            timed(lambda: run(steps), device)
+        kernels = [(e.key, e.self_device_time_total if device.type == "cuda" else e.self_cpu_time_total)
+                   for e in prof.key_averages()]
+        total = sum(t for _, t in kernels)
+        shares = {group: sum(t for k, t in kernels if match(k)) / total for group, match in KERNEL_GROUPS.items()}
+        matmul_s = shares["matmul"] * total / 1e6
+        result[name] = {**shares, "matmul_gflops": flops * steps / matmul_s / 1e9 if matmul_s else float("nan")}
+    return result
+
+
 def decoding_rates(cfg, args, device, autocast, gen, beam):
     """Median sentences/s and generated tokens/s: our cached beam search vs the recomputing one.
     Fresh untrained weights with the </s> row of the tied embedding zeroed: its logit is exactly 0,
@@ -258,6 +293,13 @@ def bench(args):
     row("matmul_peak_gflops", peak / 1e9, "", "GFLOP/s")
     row("train_gflops", achieved["ours"] / 1e9, achieved["ref"] / 1e9, "GFLOP/s")
     row("train_mfu", achieved["ours"] / peak, achieved["ref"] / peak, "fraction of peak")
+    split = step_breakdown(cfg, batches, args, device, autocast)
+    for group in KERNEL_GROUPS:
+        row(f"step_share_{group}", split["ours"][group], split["ref"][group], "fraction of step time (profiler)")
+    row("matmul_kernel_gflops", split["ours"]["matmul_gflops"], split["ref"]["matmul_gflops"],
+        "GFLOP/s inside mm/addmm/bmm at the model's shapes")
+    row("matmul_kernel_fraction_of_peak", split["ours"]["matmul_gflops"] * 1e9 / peak,
+        split["ref"]["matmul_gflops"] * 1e9 / peak, "the MFU ceiling if the step were only its matmuls")
     for beam in dict.fromkeys((args.beam, 1)):  # beam 1 = greedy, the apples-to-apples row
         sent, tok = decoding_rates(cfg, args, device, autocast, gen, beam)
         name = "greedy" if beam == 1 else f"beam{beam}"
