@@ -85,8 +85,9 @@ def mean_change(norm, layers, kind="random", seeds=3):
 
 
 def test_postln_output_change_grows_faster_with_depth_than_preln_and_admin():
-    growth = {norm: mean_change(norm, 18) / mean_change(norm, 2) for norm in ("post", "pre", "admin")}
-    assert growth["post"] > 3.0  # measured 5.7 (O(N)); Pre-LN and Admin 3.1 (O(log N))
+    # 10 seeds: with 3 the growth ratios moved by 1.5x with the initial weights' draw
+    growth = {norm: mean_change(norm, 18, seeds=10) / mean_change(norm, 2, seeds=10) for norm in ("post", "pre", "admin")}
+    assert growth["post"] > 3.0  # measured 6.6 (O(N)); Pre-LN 2.8 and Admin 3.9 (O(log N))
     assert growth["post"] > 1.4 * growth["pre"] and growth["post"] > 1.4 * growth["admin"]
 
 

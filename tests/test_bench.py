@@ -39,7 +39,7 @@ def test_training_flops_match_torch_flop_counter(S, T):
 
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_reference_has_exactly_our_parameter_count(norm):
-    # Exactly equal: stacked in_proj (3d x d + 3d) = our separate q/k/v (3 x (d x d + d)); same FFN,
+    # Exactly equal: both stack q, k, v in one in_proj (3d x d + 3d); same FFN,
     # 2 (encoder) / 3 (decoder) LayerNorms per layer, two V x d embeddings, final LayerNorms only with
     # Pre-LN on both; sinusoidal positions are buffers, not parameters.
     cfg = tiny(norm, layers=2, d=16, ffn=32, vocab=50)
@@ -50,8 +50,8 @@ def test_reference_has_exactly_our_parameter_count(norm):
 def copy_into_reference(ours, ref):
     """Our weights into torch's module names: then both must compute the same function."""
     def attn(a, b):
-        b.in_proj_weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]))
-        b.in_proj_bias.copy_(torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]))
+        b.in_proj_weight.copy_(a.in_proj.weight)
+        b.in_proj_bias.copy_(a.in_proj.bias)
         b.out_proj.load_state_dict(a.out_proj.state_dict())
 
     with torch.no_grad():

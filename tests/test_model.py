@@ -6,7 +6,7 @@ import torch
 from lnrepro.batching import pad_right
 from lnrepro.beam import beam_search
 from lnrepro.data import EOS, PAD
-from lnrepro.model import ModelConfig, ResidualSublayer, Transformer, label_smoothed_loss, sinusoidal_table
+from lnrepro.model import ModelConfig, ResidualSublayer, Transformer, dropout, label_smoothed_loss, sinusoidal_table
 
 
 def tiny(norm="post", layers=2, d=32, **kw):
@@ -51,9 +51,33 @@ def test_initialization_as_fairseq():
     assert emb[4:].std().item() == pytest.approx(d ** -0.5, rel=0.02)
     fc1 = m.encoder.layers[0].ffn.fc1
     assert fc1.weight.abs().max() <= math.sqrt(6 / (d + 512)) and torch.all(fc1.bias == 0)
-    q = m.encoder.layers[0].self_attn.q_proj.weight
-    assert q.abs().max() <= math.sqrt(6 / (2 * d)) / math.sqrt(2) + 1e-6
+    in_proj = m.encoder.layers[0].self_attn.in_proj.weight  # [W^Q; W^K; W^V], xavier over the stack
+    assert in_proj.shape == (3 * d, d) and in_proj.abs().max() <= math.sqrt(6 / (4 * d))
+    assert in_proj.abs().max() > 0.95 * math.sqrt(6 / (4 * d))
     assert m.encoder.layers[0].attn_block.layer_norm.eps == 1e-5
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3])
+def test_dropout_drops_a_share_p_and_keeps_the_expectation(p):
+    torch.manual_seed(0)
+    x = torch.ones(400_000)
+    y = dropout(x, p, training=True)
+    assert (y == 0).float().mean().item() == pytest.approx(p, abs=0.003)
+    assert y.mean().item() == pytest.approx(1.0, abs=0.005)
+    assert y.unique().tolist() == [0.0, pytest.approx(1 / (1 - p), rel=1e-4)]
+    # the same seed gives the same mask (resume replays it); another seed another; eval is identity
+    torch.manual_seed(0)
+    assert torch.equal(dropout(x, p, training=True), y)
+    assert not torch.equal(dropout(x, p, training=True), y)
+    assert dropout(x, p, training=False) is x
+
+
+def test_dropout_gradient_is_the_mask():
+    torch.manual_seed(1)
+    x = torch.randn(7, 5, 3, requires_grad=True)  # an odd element count: the last word is partly used
+    y = dropout(x, 0.5, training=True)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, (y / x).detach())
 
 
 def test_sinusoidal_positions_are_sin_then_cos():

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from lnrepro import theory
 
@@ -14,9 +15,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_paper_init_zeroes_query_and_key_and_draws_the_rest_with_variance_one_over_d():
     stack = theory.simplified_stack(d=256, layers=1, norm="post", seed=1)
     layer = stack[0]
-    assert layer.self_attn.q_proj.weight.abs().max() == 0
-    assert layer.self_attn.k_proj.weight.abs().max() == 0
-    for w in (layer.self_attn.v_proj.weight, layer.self_attn.out_proj.weight, layer.ffn.fc1.weight, layer.ffn.fc2.weight):
+    w_q, w_k, w_v = layer.self_attn.in_proj.weight.chunk(3)
+    assert w_q.abs().max() == 0 and w_k.abs().max() == 0
+    for w in (w_v, layer.self_attn.out_proj.weight, layer.ffn.fc1.weight, layer.ffn.fc2.weight):
         assert w.var().item() == pytest.approx(1 / 256, rel=0.05)
     assert all(m.bias.abs().max() == 0 for m in layer.modules() if isinstance(m, torch.nn.Linear))
 
@@ -25,7 +26,8 @@ def test_zero_query_and_key_make_attention_the_mean_of_the_values():
     layer = theory.simplified_stack(d=16, layers=1, norm="pre", seed=2)[0]
     x = torch.randn(3, 5, 16)
     out = layer.self_attn(x, x, None)
-    expected = layer.self_attn.out_proj(layer.self_attn.v_proj(x).mean(dim=1, keepdim=True)).expand_as(out)
+    w_v, b_v = layer.self_attn.in_proj.weight[32:], layer.self_attn.in_proj.bias[32:]
+    expected = layer.self_attn.out_proj(F.linear(x, w_v, b_v).mean(dim=1, keepdim=True)).expand_as(out)
     torch.testing.assert_close(out, expected)
 
 

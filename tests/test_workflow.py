@@ -338,7 +338,9 @@ def test_demo_liu_fig2_postln_output_change_grows_linearly_and_fastest(demo):
         post = fits.loc[("post", kind, "linear"), "slope"]
         assert post > 2 * fits.loc[("pre", kind, "linear"), "slope"]
         assert post > 2 * fits.loc[("admin", kind, "linear"), "slope"]
-    assert fits.loc[("post", "random", "linear"), "better_fit"] == "linear"
+    # Post-LN's change after an Adam step is linear in N (r 0.99 vs 0.93 for log N, 10 seeds). Under the
+    # random sign perturbation the two fits are within 0.01 in r at d=64 and depths 2-18, either way
+    assert fits.loc[("post", "adam", "linear"), "better_fit"] == "linear"
 
 
 @pytest.mark.slow

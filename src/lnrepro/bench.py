@@ -209,7 +209,7 @@ MATMUL_KERNELS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 MATMUL_OPS = tuple(getattr(torch.ops.aten, name.split("::")[1]) for name in MATMUL_KERNELS)  # as FlopCounterMode keys them
 KERNEL_GROUPS = {"matmul": lambda name: name in MATMUL_KERNELS,
                  "attention": lambda name: "scaled_dot_product" in name or "attention" in name,
-                 "dropout_rng": lambda name: name in ("aten::bernoulli_", "aten::native_dropout")}
+                 "dropout_rng": lambda name: name in ("aten::bernoulli_", "aten::native_dropout", "aten::random_")}
 
 
 def step_breakdown(cfg, batches, args, device, autocast):

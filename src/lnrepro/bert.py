@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .data import BOS, EOS, PAD
-from .model import EncoderLayer, ModelConfig
+from .model import EncoderLayer, ModelConfig, dropout
 from .mono_data import MASK
 
 CLS, SEP = BOS, EOS
@@ -71,7 +71,7 @@ class Bert(nn.Module):
         masked-LM logits of the target positions (N, V) and the NSP logits (B, 2) or None."""
         pos = torch.arange(tokens.size(1), device=tokens.device)
         x = self.tokens(tokens) + self.positions(pos)[None] + self.segments(segments)
-        x = F.dropout(self.embed_norm(x), self.cfg.dropout, self.training)
+        x = dropout(self.embed_norm(x), self.cfg.dropout, self.training)
         mask = (tokens != PAD)[:, None, None, :]
         for layer in self.layers:
             x = layer(x, mask)
@@ -117,7 +117,7 @@ class BertClassifier(nn.Module):
 
     def forward(self, tokens, segments):
         pooled = self.bert.pooled(self.bert(tokens, segments))
-        return self.classifier(F.dropout(pooled, self.cfg.dropout, self.training))
+        return self.classifier(dropout(pooled, self.cfg.dropout, self.training))
 
 
 def pair_input(a, b, max_len):

@@ -47,6 +47,21 @@ class ModelConfig:
             raise ValueError(f"d_model={self.d_model} is not divisible by heads={self.heads}")
 
 
+def dropout(x, p, training):
+    """F.dropout, with the CPU mask drawn from 15 random bits per element, four elements per random
+    64-bit word: CPU bernoulli_ draws one double per element and took 13% of a d=64 training step.
+    p is rounded to 1/32768 and the scale uses the rounded value, so E[output] = x exactly.
+    On GPU F.dropout's fused kernel is used as is."""
+    if not training or p == 0:
+        return x
+    if x.device.type != "cpu":
+        return F.dropout(x, p, True)
+    n, drop = x.numel(), round(p * 32768)
+    words = torch.empty((n + 3) // 4, dtype=torch.int64).random_()  # 63 random bits each
+    bits = words.view(torch.int16)[:n].view(x.shape) & 0x7FFF
+    return x * (bits >= drop).to(x.dtype).mul_(32768 / (32768 - drop))
+
+
 def xavier_linear(d_in, d_out, gain=1.0):
     """fairseq's Linear: xavier_uniform weight, zero bias."""
     layer = nn.Linear(d_in, d_out)
@@ -59,28 +74,38 @@ class MultiheadAttention(nn.Module):
     def __init__(self, d_model, heads, attn_dropout, fused):
         super().__init__()
         self.heads, self.attn_dropout, self.fused = heads, attn_dropout, fused
-        # gain 1/sqrt(2) on separate q/k/v equals xavier on fairseq's old stacked in_proj
-        self.q_proj = xavier_linear(d_model, d_model, gain=1 / math.sqrt(2))
-        self.k_proj = xavier_linear(d_model, d_model, gain=1 / math.sqrt(2))
-        self.v_proj = xavier_linear(d_model, d_model, gain=1 / math.sqrt(2))
+        # fairseq's (papers' era) stacked in_proj: rows [W^Q; W^K; W^V], xavier over the whole (3d x d)
+        # matrix; self-attention projects q, k, v in one matmul, cross-attention q and k, v in two
+        self.in_proj = xavier_linear(d_model, 3 * d_model)
         self.out_proj = xavier_linear(d_model, d_model)
 
     def split_heads(self, x):  # (B, T, d) -> (B, H, T, d/H)
         B, T, d = x.shape
         return x.view(B, T, self.heads, d // self.heads).transpose(1, 2)
 
+    def project(self, query, key_value):
+        """q, k, v heads: self-attention in one matmul; cross-attention q from the query and k, v
+        from key_value (None: the encoder's keys/values are cached, only q is computed)."""
+        d, w, b = query.size(-1), self.in_proj.weight, self.in_proj.bias
+        if key_value is query:
+            return map(self.split_heads, F.linear(query, w, b).chunk(3, dim=-1))
+        q = self.split_heads(F.linear(query, w[:d], b[:d]))
+        if key_value is None:
+            return q, None, None
+        k, v = F.linear(key_value, w[d:], b[d:]).chunk(2, dim=-1)
+        return q, self.split_heads(k), self.split_heads(v)
+
     def forward(self, query, key_value, mask=None, cache=None, static_kv=False):
         """mask: bool (B or 1, 1, Tq, Tk), True = may attend. cache: dict for incremental decoding;
         static_kv: keys/values come from the encoder and are computed once."""
-        q = self.split_heads(self.q_proj(query))
-        if cache is not None and static_kv and "k" in cache:
+        reuse = cache is not None and static_kv and "k" in cache
+        q, k, v = self.project(query, None if reuse else key_value)
+        if reuse:
             k, v = cache["k"], cache["v"]
-        else:
-            k, v = self.split_heads(self.k_proj(key_value)), self.split_heads(self.v_proj(key_value))
-            if cache is not None and not static_kv and "k" in cache:  # self-attention grows by one step
+        elif cache is not None:
+            if not static_kv and "k" in cache:  # self-attention grows by one step
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
-            if cache is not None:
-                cache["k"], cache["v"] = k, v
+            cache["k"], cache["v"] = k, v
         p = self.attn_dropout if self.training else 0.0
         if self.fused and q.size(2) > 1:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
@@ -88,7 +113,7 @@ class MultiheadAttention(nn.Module):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
-            out = F.dropout(scores.softmax(-1), p, self.training) @ v
+            out = dropout(scores.softmax(-1), p, self.training) @ v
         B, H, T, dh = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
 
@@ -102,7 +127,7 @@ class FeedForward(nn.Module):
         self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
 
     def forward(self, x):
-        return self.fc2(F.dropout(self.activation(self.fc1(x)), self.act_dropout, self.training))
+        return self.fc2(dropout(self.activation(self.fc1(x)), self.act_dropout, self.training))
 
 
 class ResidualSublayer(nn.Module):
@@ -119,11 +144,11 @@ class ResidualSublayer(nn.Module):
 
     def forward(self, x, fn):
         if self.norm == "post":  # Xiong et al. Table 1: x_{l+1} = LN(x_l + F(x_l))
-            return self.layer_norm(x + F.dropout(fn(x), self.dropout, self.training))
+            return self.layer_norm(x + dropout(fn(x), self.dropout, self.training))
         if self.norm == "pre":  # Xiong et al. Table 1: x_{l+1} = x_l + F(LN(x_l))
-            return x + F.dropout(fn(self.layer_norm(x)), self.dropout, self.training)
+            return x + dropout(fn(self.layer_norm(x)), self.dropout, self.training)
         # admin, Liu et al. eq. (5): x_i = LN(f_i(x_{i-1}) + omega_i * x_{i-1})
-        branch = F.dropout(fn(x), self.dropout, self.training)
+        branch = dropout(fn(x), self.dropout, self.training)
         if self.profile is not None:  # profiling records Var(input) and Var(branch output)
             self.profile.append((x.var().item(), branch.var().item()))
         return self.layer_norm(branch + self.omega * x)
@@ -185,7 +210,7 @@ class Embedder(nn.Module):
     def forward(self, tokens, start=0):
         pos = torch.arange(start, start + tokens.size(1), device=tokens.device) + PAD + 1
         x = self.scale * self.tokens(tokens) + self.positions[pos]
-        return F.dropout(x, self.dropout, self.training)
+        return dropout(x, self.dropout, self.training)
 
 
 def token_embedding(cfg):

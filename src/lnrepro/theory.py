@@ -27,13 +27,15 @@ LN_EPS = 1e-5
 
 
 def paper_init_(layer, generator):
-    """W^Q = W^K = 0, every other matrix N(0, 2/(fan_in + fan_out)), zero biases."""
+    """W^Q = W^K = 0, every other matrix N(0, 2/(fan_in + fan_out)), zero biases. The stacked
+    attention in_proj [W^Q; W^K; W^V] counts as three d x d matrices."""
     for name, module in layer.named_modules():
         if isinstance(module, nn.Linear):
             fan_out, fan_in = module.weight.shape
             with torch.no_grad():
-                if name.endswith(("q_proj", "k_proj")):
-                    module.weight.zero_()
+                if name.endswith("in_proj"):
+                    module.weight[:2 * fan_in].zero_()
+                    module.weight[2 * fan_in:].normal_(0.0, math.sqrt(1.0 / fan_in), generator=generator)
                 else:
                     module.weight.normal_(0.0, math.sqrt(2.0 / (fan_in + fan_out)), generator=generator)
                 module.bias.zero_()
