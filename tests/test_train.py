@@ -59,6 +59,38 @@ def test_changed_settings_never_resume_stale_state(toy_data, tmp_path):
     assert list(second.epoch) == [1, 2] and second.lr.iloc[0] != first.lr.iloc[0]
 
 
+def as_older_checkpoint(state_dict):
+    """The layout before the stacked in_proj: separate q/k/v projections."""
+    old = {}
+    for key, value in state_dict.items():
+        if ".in_proj." in key:
+            for name, block in zip("qkv", value.chunk(3)):
+                old[key.replace("in_proj.", f"{name}_proj.")] = block
+        else:
+            old[key] = value
+    return old
+
+
+def test_older_checkpoints_load_for_evaluation_and_are_not_resumed(toy_data, tmp_path, capsys):
+    import torch
+    train(TrainConfig(**TINY, epochs=1), toy_data, tmp_path)
+    ckpt = tmp_path / "checkpoints" / "epoch1.pt"
+    state = torch.load(ckpt, weights_only=True)
+    state["model"] = as_older_checkpoint(state["model"])
+    assert any(".q_proj." in k for k in state["model"])
+    torch.save(state, tmp_path / "older.pt")
+    src, prev = torch.randint(4, 20, (2, 5)), torch.randint(4, 20, (2, 4))
+    torch.testing.assert_close(load_model(tmp_path / "older.pt")(src, prev), load_model(ckpt)(src, prev), rtol=0, atol=0)
+    last = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)
+    del last["format"]  # as written by an older version: its optimizer moments do not fit
+    torch.save(last, tmp_path / "checkpoints" / "last.pt")
+    capsys.readouterr()
+    train(TrainConfig(**TINY, epochs=1), toy_data, tmp_path)
+    log = capsys.readouterr().err
+    assert "by an older version; starting afresh" in log and "resuming" not in log
+    assert list(pd.read_csv(tmp_path / "metrics.csv").epoch) == [1]
+
+
 def test_divergence_is_recorded_not_raised(toy_data, tmp_path):
     cfg = TrainConfig(**{**TINY, "log_interval": 0.0}, optimizer="sgd", lr=1e6, schedule="constant", epochs=5)
     assert train(cfg, toy_data, tmp_path) == 0

@@ -31,6 +31,9 @@ from . import __version__
 from .schedule import SCHEDULES, Schedule
 
 OPTIMIZERS = ("adam", "sgd", "radam")
+# last.pt's layout: 2 = attention's stacked in_proj. An older state's optimizer moments do not fit
+# the parameters, so it is not resumed (its epoch weights still load for evaluation)
+CHECKPOINT_FORMAT = 2
 LN2 = math.log(2)
 
 
@@ -162,8 +165,9 @@ def resume_state(ckpt_dir, cfg, world=1):
     if not last.exists():
         return None
     state = torch.load(last, weights_only=True, map_location="cpu")
-    if state["fingerprint"] != cfg.fingerprint() or state.get("world", 1) != world:
-        log(f"{last}: written for other settings; starting afresh")
+    if (state["fingerprint"] != cfg.fingerprint() or state.get("world", 1) != world
+            or state.get("format", 1) != CHECKPOINT_FORMAT):
+        log(f"{last}: written for other settings or by an older version; starting afresh")
         shutil.rmtree(ckpt_dir)
         ckpt_dir.mkdir(parents=True)
         return None
@@ -332,7 +336,8 @@ def save_round(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, world=1):
                 ckpt_dir / f"epoch{epoch}.pt")
     atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "model_config": model_cfg,
                  "train_config": cfg.as_dict(), "fingerprint": cfg.fingerprint(), "epoch": epoch,
-                 "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__, "world": world},
+                 "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__, "world": world,
+                 "format": CHECKPOINT_FORMAT},
                 ckpt_dir / "last.pt")
 
 

@@ -79,6 +79,13 @@ class MultiheadAttention(nn.Module):
         self.in_proj = xavier_linear(d_model, 3 * d_model)
         self.out_proj = xavier_linear(d_model, d_model)
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # checkpoints written before the stacked in_proj hold separate q/k/v projections
+        if prefix + "q_proj.weight" in state_dict:
+            for part in ("weight", "bias"):
+                state_dict[f"{prefix}in_proj.{part}"] = torch.cat([state_dict.pop(f"{prefix}{n}_proj.{part}") for n in "qkv"])
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def split_heads(self, x):  # (B, T, d) -> (B, H, T, d/H)
         B, T, d = x.shape
         return x.view(B, T, self.heads, d // self.heads).transpose(1, 2)
