@@ -5,6 +5,7 @@ import sys
 import time
 
 import pandas as pd
+import torch
 
 from lnrepro.train import TrainConfig, load_model, train
 
@@ -72,7 +73,6 @@ def as_older_checkpoint(state_dict):
 
 
 def test_older_checkpoints_load_for_evaluation_and_are_not_resumed(toy_data, tmp_path, capsys):
-    import torch
     train(TrainConfig(**TINY, epochs=1), toy_data, tmp_path)
     ckpt = tmp_path / "checkpoints" / "epoch1.pt"
     state = torch.load(ckpt, weights_only=True)

@@ -232,9 +232,10 @@ def step_breakdown(cfg, batches, args, device, autocast):
         kernels = [(e.key, e.self_device_time_total if device.type == "cuda" else e.self_cpu_time_total)
                    for e in prof.key_averages()]
         total = sum(t for _, t in kernels)
-        shares = {group: sum(t for k, t in kernels if match(k)) / total for group, match in KERNEL_GROUPS.items()}
-        matmul_s = shares["matmul"] * total / 1e6
-        result[name] = {**shares, "matmul_gflops": flops * steps / matmul_s / 1e9 if matmul_s else float("nan")}
+        group_us = {group: sum(t for k, t in kernels if match(k)) for group, match in KERNEL_GROUPS.items()}
+        matmul_s = group_us["matmul"] / 1e6
+        result[name] = {**{group: t / total for group, t in group_us.items()},
+                        "matmul_gflops": flops * steps / matmul_s / 1e9 if matmul_s else float("nan")}
     return result
 
 

@@ -95,7 +95,7 @@ class MultiheadAttention(nn.Module):
         from key_value (None: the encoder's keys/values are cached, only q is computed)."""
         d, w, b = query.size(-1), self.in_proj.weight, self.in_proj.bias
         if key_value is query:
-            return map(self.split_heads, F.linear(query, w, b).chunk(3, dim=-1))
+            return tuple(map(self.split_heads, F.linear(query, w, b).chunk(3, dim=-1)))
         q = self.split_heads(F.linear(query, w[:d], b[:d]))
         if key_value is None:
             return q, None, None
