@@ -110,10 +110,10 @@ class MultiheadAttention(nn.Module):
         if reuse:
             k, v = cache["k"], cache["v"]
         elif cache is not None:
-            if not static_kv and "k" in cache:  # self-attention grows by one step
-                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
             if static_kv:  # head views of the projection are strided: each step's matmul would copy them
                 k, v = k.contiguous(), v.contiguous()
+            elif "k" in cache:  # self-attention grows by one step
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
             cache["k"], cache["v"] = k, v
         p = self.attn_dropout if self.training else 0.0
         if self.fused and q.size(2) > 1:
