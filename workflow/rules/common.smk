@@ -15,7 +15,7 @@ MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropou
 READY_SOURCES = ["generated", "iwslt14", "wmt14", "local"]
 ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from downloaded archives
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
-RUN_ONLY_KEYS = ("corpus", "model", "norm", "description")  # resolved here, not passed to the trainer
+RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens")  # resolved here, not passed to the trainer
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
 
 
@@ -39,7 +39,22 @@ def run_settings(run):
         settings.setdefault("dec_norm", settings["norm"])
         if "norm" in config["runs"][run]:  # the run's own norm wins over inherited sides
             settings["enc_norm"] = settings["dec_norm"] = config["runs"][run]["norm"]
-    return settings
+    return with_update_freq(settings, f"runs.{run}")
+
+
+def with_update_freq(settings, where):
+    """`update_tokens` is the batch as a paper states it (Xiong et al.: 8192 tokens x 16 GPUs):
+    it sets the update_freq that gives it on this run's processes, whatever hardware a user has."""
+    if "update_tokens" not in settings:
+        return settings
+    if "update_freq" in settings:
+        config_error(f"{where}: set update_tokens or update_freq, not both (update_tokens derives update_freq)")
+    per_pass = settings["max_tokens"] * settings.get("gpus", 1) * settings.get("nodes", 1)
+    freq, rest = divmod(settings["update_tokens"], per_pass)
+    if rest or not freq:
+        config_error(f"{where}.update_tokens: {settings['update_tokens']} is not a multiple of max_tokens x gpus "
+                     f"x nodes = {settings['max_tokens']} x {settings.get('gpus', 1)} x {settings.get('nodes', 1)}")
+    return {**settings, "update_freq": freq}
 
 
 def check_config():
