@@ -3,8 +3,11 @@ and extraction that refuses archives writing outside their folder."""
 import hashlib
 import http.server
 import io
+import os
+import signal
 import tarfile
 import threading
+import time
 import zipfile
 
 import pytest
@@ -22,6 +25,18 @@ def sha256(data):
 
 def leftovers(directory):
     return sorted(p.name for p in directory.iterdir())
+
+
+def snapshot(root):
+    """Every path below root with its bytes (None for a directory): equal means untouched."""
+    return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in root.rglob("*")}
+
+
+def cli_error(*argv):
+    """The message `lnrepro ...` exits with."""
+    with pytest.raises(SystemExit) as e:
+        main(list(map(str, argv)))
+    return str(e.value)
 
 
 def make_tar(path, members):
@@ -80,13 +95,32 @@ def test_download_checksum_mismatch_keeps_nothing(tmp_path, capsys):
     assert leftovers(downloads) == []  # neither the file nor its .tmp
 
 
-def test_download_replaces_a_present_file_with_the_wrong_hash(tmp_path):
+def test_download_keeps_a_present_file_with_the_wrong_hash(tmp_path):
+    """Nothing tells whether the tool or a person put it there: it stays, with a way out."""
     (tmp_path / "src.tgz").write_bytes(b"right")
     out = tmp_path / "de-en.tgz"
-    out.write_bytes(b"stale partial download")
-    log = io.StringIO()
-    download(str(tmp_path / "src.tgz"), str(out), sha256(b"right"), log=log)
-    assert out.read_bytes() == b"right" and "fetching again" in log.getvalue()
+    out.write_bytes(b"placed by hand")
+    before = snapshot(tmp_path)
+    with pytest.raises(ChecksumError) as e:
+        download(str(tmp_path / "src.tgz"), str(out), sha256(b"right"), log=io.StringIO())
+    message = str(e.value)
+    assert message.startswith(f"sha256 mismatch for {out}:")
+    assert f"expected {sha256(b'right')}" in message and f"actual   {sha256(b'placed by hand')}" in message
+    assert "left untouched" in message and "Delete it to download it again" in message
+    assert snapshot(tmp_path) == before  # no .tmp either
+    out.unlink()  # as the message says
+    download(str(tmp_path / "src.tgz"), str(out), sha256(b"right"), log=io.StringIO())
+    assert out.read_bytes() == b"right"
+
+
+def test_download_refuses_a_tmp_it_did_not_create(tmp_path):
+    (tmp_path / "src.tgz").write_bytes(b"right")
+    (tmp_path / "de-en.tgz.tmp").write_bytes(b"not the tool's")
+    before = snapshot(tmp_path)
+    message = cli_error("download", "--url", tmp_path / "src.tgz", "--out", tmp_path / "de-en.tgz")
+    assert message.startswith(f"lnrepro download: ERROR: {tmp_path / 'de-en.tgz.tmp'} already exists and "
+                              f"this run did not create it") and "\n" not in message
+    assert snapshot(tmp_path) == before
 
 
 def test_unreachable_url_says_where_to_put_the_file(tmp_path):
@@ -208,13 +242,93 @@ def test_extract_verifies_and_unpacks(tmp_path):
     assert leftovers(tmp_path) == ["de-en", "de-en.tgz"]
 
 
-def test_extract_checksum_mismatch_removes_the_archive(tmp_path):
+def test_extract_checksum_mismatch_leaves_a_hand_placed_archive(tmp_path):
     archive = make_tar(tmp_path / "de-en.tgz", [("de-en/a", b"a")])
-    actual = sha256(archive.read_bytes())
-    with pytest.raises(ChecksumError) as e:
-        extract(str(archive), str(tmp_path / "out"), "00" * 32, log=io.StringIO())
-    assert f"expected {'00' * 32}" in str(e.value) and f"actual   {actual}" in str(e.value)
-    assert leftovers(tmp_path) == []
+    before = snapshot(tmp_path)
+    message = cli_error("extract", "--archive", archive, "--out", tmp_path / "out", "--sha256", "00" * 32)
+    assert message.startswith(f"lnrepro extract: ERROR: sha256 mismatch for {archive}:")
+    assert f"expected {'00' * 32}" in message and f"actual   {sha256(archive.read_bytes())}" in message
+    assert "The file was left untouched" in message
+    assert "Delete it to download it again, or correct the sha256" in message
+    assert snapshot(tmp_path) == before  # the archive as it was; no out/, no out.tmp/
+
+
+@pytest.mark.parametrize("out", [".", "{cwd}", "..", "../sub/..", "{work}"])
+def test_extract_refuses_the_current_directory_and_its_parents(tmp_path, monkeypatch, out):
+    cwd = tmp_path / "work" / "sub"
+    cwd.mkdir(parents=True)
+    make_tar(cwd / "de-en.tgz", [("de-en/a", b"a")])
+    (cwd / "notes.txt").write_bytes(b"mine")
+    (tmp_path / "work" / "other.txt").write_bytes(b"mine too")
+    monkeypatch.chdir(cwd)
+    out = out.format(cwd=cwd, work=tmp_path / "work")
+    before = snapshot(tmp_path)
+    assert cli_error("extract", "--archive", "de-en.tgz", "--out", out) == (
+        f"lnrepro extract: ERROR: --out {out} is the current directory or one of its parents; "
+        f"refusing to extract there (nothing in it was touched): name a new or empty directory")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("out", ["data", "data/de-en.tgz", "data/../data/"])
+def test_extract_refuses_an_out_holding_the_archive(tmp_path, monkeypatch, out):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "run").mkdir()
+    make_tar(tmp_path / "data" / "de-en.tgz", [("de-en/a", b"a")])
+    monkeypatch.chdir(tmp_path / "run")
+    before = snapshot(tmp_path)
+    message = cli_error("extract", "--archive", tmp_path / "data/de-en.tgz", "--out", tmp_path / out)
+    assert message.startswith(f"lnrepro extract: ERROR: --out {tmp_path / out} is or contains the archive ")
+    assert "\n" not in message and snapshot(tmp_path) == before
+
+
+def test_extract_refuses_an_out_with_content_and_leaves_it_alone(tmp_path):
+    archive = make_tar(tmp_path / "de-en.tgz", [("de-en/a", b"a")])
+    (tmp_path / "full" / "sub").mkdir(parents=True)
+    (tmp_path / "full" / "sub" / "keep.txt").write_bytes(b"mine")
+    (tmp_path / "file").write_bytes(b"a file")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "empty")
+    before = snapshot(tmp_path)
+    for out, why in [("full", "exists and is not empty"), ("file", "exists and is not a directory"),
+                     ("link", "exists and is not a directory")]:
+        message = cli_error("extract", "--archive", archive, "--out", tmp_path / out)
+        assert message.startswith(f"lnrepro extract: ERROR: --out {tmp_path / out} {why}; refusing to extract")
+        assert "\n" not in message
+    assert snapshot(tmp_path) == before
+
+
+def test_extract_fills_an_existing_empty_out(tmp_path):
+    archive = make_tar(tmp_path / "de-en.tgz", [("de-en/a", b"a")])
+    (tmp_path / "de-en").mkdir()
+    assert extract(str(archive), f"{tmp_path / 'de-en'}/", log=io.StringIO()) == 1
+    assert (tmp_path / "de-en" / "de-en" / "a").read_bytes() == b"a"
+    assert leftovers(tmp_path) == ["de-en", "de-en.tgz"]
+
+
+def test_extract_never_removes_an_out_tmp_it_did_not_create(tmp_path):
+    archive = make_tar(tmp_path / "de-en.tgz", [("de-en/a", b"a")])
+    (tmp_path / "de-en.tmp").mkdir()
+    (tmp_path / "de-en.tmp" / "work.txt").write_bytes(b"mine")
+    before = snapshot(tmp_path)
+    message = cli_error("extract", "--archive", archive, "--out", tmp_path / "de-en")
+    assert message.startswith(f"lnrepro extract: ERROR: {tmp_path / 'de-en.tmp'} already exists and "
+                              f"this run did not create it") and "\n" not in message
+    assert snapshot(tmp_path) == before
+
+
+def test_extract_terminated_removes_its_own_tmp(tmp_path, monkeypatch):
+    """A scheduler's SIGTERM still cleans up, so the rerun finds no OUT.tmp to refuse."""
+    archive = make_tar(tmp_path / "de-en.tgz", [("de-en/a", b"a")])
+
+    def killed(archive, dest):
+        (tmp_path / "de-en.tmp" / "partial").write_bytes(b"x")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)  # the handler interrupts this
+
+    monkeypatch.setattr("lnrepro.prepare.extract._unpack", killed)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert "terminated (SIGTERM)" in cli_error("extract", "--archive", archive, "--out", tmp_path / "de-en")
+    assert leftovers(tmp_path) == ["de-en.tgz"] and signal.getsignal(signal.SIGTERM) == handler
 
 
 def test_extract_rejects_a_truncated_archive(tmp_path):
@@ -260,7 +374,6 @@ def test_extract_refuses_unsafe_zip_and_cli_says_so(tmp_path):
     with zipfile.ZipFile(tmp_path / "bad.zip", "w") as z:
         z.writestr("de-en/ok.txt", "fine")
         z.writestr("../evil.txt", "x")
-    with pytest.raises(SystemExit) as e:
-        main(["extract", "--archive", str(tmp_path / "bad.zip"), "--out", str(tmp_path / "bad")])
-    assert "lnrepro extract: ERROR:" in str(e.value) and "refusing to extract" in str(e.value)
+    message = cli_error("extract", "--archive", tmp_path / "bad.zip", "--out", tmp_path / "bad")
+    assert "lnrepro extract: ERROR:" in message and "refusing to extract" in message
     assert leftovers(tmp_path) == ["bad.zip"]

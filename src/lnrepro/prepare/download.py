@@ -2,19 +2,24 @@
 
 Sources: http(s):// and file:// URLs and plain paths. The bytes go to `OUT.tmp` and are
 renamed to OUT only once complete and verified, so an interrupted download never looks
-finished; a checksum mismatch removes the file and names file, URL, expected and actual
-hash. Network errors are retried with exponential backoff; when every attempt fails, one
-message says which URL could not be fetched and where to put the file by hand (a cluster's
-compute nodes often have no network while its login node does).
+finished. Never delete what the tool did not create: a fetched file whose sha256 is wrong
+was made by this call and is removed; an OUT already present (downloaded before, or placed
+by hand) is verified and, when its sha256 is wrong, left untouched with an error saying how
+to fix it; an `OUT.tmp` this call did not create is refused, not overwritten. Network errors
+are retried with exponential backoff; when every attempt fails, one message says which URL
+could not be fetched and where to put the file by hand (a cluster's compute nodes often have
+no network while its login node does).
 """
 import hashlib
 import http.client
 import os
+import signal
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 
 CHUNK = 1 << 20
 
@@ -37,6 +42,44 @@ def sha256_of(path):
         while block := f.read(CHUNK):
             h.update(block)
     return h.hexdigest()
+
+
+def checksum_mismatch(what, expected, actual, outcome):
+    """The one wording of a wrong sha256: both hashes, then what became of the file."""
+    return f"sha256 mismatch for {what}:\n  expected {expected}\n  actual   {actual}\n{outcome}"
+
+
+def verify_present(path, sha256):
+    """The sha256 of a file this call did not create; a mismatch raises ChecksumError and
+    leaves the file as it is (it may have been placed by hand: the tool cannot tell)."""
+    actual = sha256_of(path)
+    if sha256 and actual != sha256.lower():
+        raise ChecksumError(checksum_mismatch(
+            path, sha256.lower(), actual,
+            "The file was left untouched (this run did not create it; it may have been placed by hand). "
+            "Delete it to download it again, or correct the sha256 in the config."))
+    return actual
+
+
+@contextmanager
+def own_temporary(path, create, remove):
+    """`path` made by create(path), removed by remove(path) if the block fails. create must
+    fail on an existing path (os.mkdir, open(..., "x")): one that exists was not made by this
+    call, so it is refused, never overwritten or removed."""
+    try:
+        create(path)
+    except FileExistsError:
+        raise DownloadError(f"{path} already exists and this run did not create it (left by an interrupted "
+                            f"run?); it was left untouched: delete it yourself and rerun") from None
+    try:
+        yield path
+    except BaseException:
+        remove(path)
+        raise
+
+
+def _create_file(path):
+    open(path, "xb").close()
 
 
 def _log(log, msg):
@@ -100,21 +143,20 @@ def manual_placement_hint(url, out, sha256):
 
 
 def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None):
-    """Fetch url to out (atomically); returns the file's sha256. Raises DownloadError."""
+    """Fetch url to out (atomically); returns the file's sha256. Raises DownloadError.
+
+    An out already present is only verified, never replaced or removed; what is removed on a
+    failure is only what this call created (OUT.tmp, the fetched bytes)."""
     sha256 = sha256.lower() if sha256 else None
     retries = max(1, retries)  # at least one attempt
     name = os.path.basename(out)
-    if os.path.exists(out):
-        actual = sha256_of(out)
-        if sha256 is None or actual == sha256:
-            _log(log, f"download: {out} already present (sha256 {actual}); nothing downloaded")
-            return actual
-        _log(log, f"download: {out} is present but its sha256 is {actual}, not {sha256}; fetching again")
-        os.remove(out)
+    if os.path.exists(out):  # no marker tells whether this tool wrote it: a mismatch keeps it
+        actual = verify_present(out, sha256)
+        _log(log, f"download: {out} already present (sha256 {actual}); nothing downloaded")
+        return actual
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    tmp = f"{out}.tmp"
     errors = []
-    try:
+    with own_temporary(f"{out}.tmp", _create_file, os.remove) as tmp:
         for attempt in range(1, retries + 1):
             try:
                 _log(log, f"download: {url} -> {out} (attempt {attempt}/{retries})")
@@ -130,14 +172,11 @@ def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None
             raise DownloadError(
                 f"cannot download {url} ({errors[-1]}; {retries} attempts).\n"
                 f"This machine may have no network access. " + manual_placement_hint(url, out, sha256))
-        if sha256 is not None and actual != sha256:
-            raise ChecksumError(
-                f"sha256 mismatch for {name} from {url}:\n  expected {sha256}\n  actual   {actual}\n"
-                f"The file was removed (nothing is kept). Check the URL and the sha256 in the config.")
+        if sha256 is not None and actual != sha256:  # fetched by this call: removing it loses nothing
+            raise ChecksumError(checksum_mismatch(
+                f"{name} from {url}", sha256, actual,
+                "The downloaded file was removed (nothing is kept). Check the URL and the sha256 in the config."))
         os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
     rate = size / max(time.time() - t0, 1e-6) / 1e6
     _log(log, f"download: {name}: {size} bytes ({rate:.1f} MB/s), sha256 {actual}")
     if sha256 is None:
@@ -158,15 +197,36 @@ def add_arguments(p):
                    help="progress goes here (appended); a failure is also printed to stderr")
 
 
-def run(args):
-    log = open(args.log, "a", encoding="utf-8") if args.log else None
+@contextmanager
+def _exit_on_sigterm(command):
+    """A job its scheduler terminates (SIGTERM) still runs its clean-up, so it leaves no
+    `OUT.tmp` behind that the next run would have to refuse."""
+    def terminate(signum, frame):
+        raise SystemExit(f"lnrepro {command}: terminated (SIGTERM)")
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        download(args.url, args.out, args.sha256, args.retries, args.backoff, args.timeout, log)
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_command(command, log_path, work):
+    """Run work(log) as `lnrepro COMMAND`: a DownloadError ends it with one message on stderr
+    (and in the log, appended to log_path), never a traceback."""
+    log = open(log_path, "a", encoding="utf-8") if log_path else None
+    try:
+        with _exit_on_sigterm(command):
+            work(log)
     except DownloadError as e:
-        message = f"lnrepro download: ERROR: {e}"
+        message = f"lnrepro {command}: ERROR: {e}"
         if log:
             _log(log, message)
         sys.exit(message)
     finally:
         if log:
             log.close()
+
+
+def run(args):
+    run_command("download", args.log, lambda log: download(
+        args.url, args.out, args.sha256, args.retries, args.backoff, args.timeout, log))

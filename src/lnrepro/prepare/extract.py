@@ -1,11 +1,15 @@
 """Unpack an archive (.tgz/.tar.gz/.tar/.tar.bz2/.tar.xz/.zip) safely into a new directory.
 
-The archive's sha256 is verified first when one is given (a file placed by hand is checked
-here, the downloader checks what it fetches); a mismatch removes the archive. Every member is
-checked before it is written: absolute names, `..` components, links that resolve outside the
-target, hard links to anything not already extracted, and device files or FIFOs refuse the
-whole archive. Members go to `OUT.tmp`, renamed to OUT only when everything was extracted, so
-a failure leaves nothing behind.
+It never deletes what it did not create. OUT must be missing or an empty directory, and
+neither the current directory, one of its parents, nor a directory holding the archive;
+anything else is refused with one line naming it, nothing in it touched. The archive's sha256
+is verified when one is given (a file placed by hand is checked here, the downloader checks
+what it fetches); a mismatch leaves the archive untouched and says how to fix it. Every member
+is checked before it is written: absolute names, `..` components, links that resolve outside
+the target, hard links to anything not already extracted, and device files or FIFOs refuse
+the whole archive. Members go to `OUT.tmp`, made by this call (one that already exists is
+refused, not removed) and renamed to OUT only when everything was extracted, so a failure
+leaves nothing behind.
 """
 import os
 import posixpath
@@ -16,7 +20,7 @@ import tarfile
 import zipfile
 import zlib
 
-from .download import ChecksumError, DownloadError, sha256_of
+from .download import DownloadError, own_temporary, run_command, verify_present
 
 
 class UnsafeArchive(DownloadError):
@@ -113,62 +117,78 @@ def _extract_zip(archive, dest):
 
 
 def verify(archive, sha256, log=sys.stderr):
-    """Check a file's sha256; on a mismatch remove it and raise ChecksumError."""
-    actual = sha256_of(archive)
-    if sha256 and actual != sha256.lower():
-        os.remove(archive)
-        raise ChecksumError(
-            f"sha256 mismatch for {archive}:\n  expected {sha256.lower()}\n  actual   {actual}\n"
-            f"The file was removed; rerun to download it again, or place the right file there.")
+    """Check a file's sha256; a mismatch raises ChecksumError and leaves the file in place."""
+    actual = verify_present(archive, sha256)
     if not sha256:
         print(f"WARNING: {archive}: no sha256 configured, not verified (sha256 {actual})", file=log)
     return actual
 
 
+def _within(path, root):
+    return os.path.commonpath([root, path]) == root
+
+
+def _check_out(out_dir, archive):
+    """Refuse an OUT whose contents the final rename would put at risk; only a missing or
+    empty directory is safe. Raises DownloadError (one line, naming OUT)."""
+    out = os.path.realpath(out_dir)
+    if _within(os.path.realpath(os.getcwd()), out):
+        why = "is the current directory or one of its parents"
+    elif _within(os.path.realpath(archive), out):
+        why = f"is or contains the archive {archive}"
+    elif os.path.islink(out_dir) or (os.path.lexists(out_dir) and not os.path.isdir(out_dir)):
+        why = "exists and is not a directory"
+    elif os.path.isdir(out_dir) and os.listdir(out_dir):
+        why = "exists and is not empty"
+    else:
+        return
+    raise DownloadError(f"--out {out_dir} {why}; refusing to extract there (nothing in it was touched): "
+                        f"name a new or empty directory")
+
+
+def _unpack(archive, dest):
+    """Every member into dest; returns the file count."""
+    if zipfile.is_zipfile(archive):
+        return _extract_zip(archive, dest)
+    try:
+        return _extract_tar(archive, dest)
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        if isinstance(e, tarfile.FilterError if hasattr(tarfile, "FilterError") else ()):
+            raise UnsafeArchive(f"{archive}: {e}; refusing to extract") from e
+        raise DownloadError(f"{archive}: not a readable tar/zip archive ({e}); "
+                            f"corrupt or truncated? Remove it and rerun.") from e
+
+
+def _move(tmp, out_dir):
+    """rename(2) replaces an empty directory only: a file put into OUT meanwhile stays safe."""
+    try:
+        os.replace(tmp, out_dir)
+    except OSError as e:
+        raise DownloadError(f"--out {out_dir}: cannot move the extracted files there ({e.strerror}); "
+                            f"nothing in it was touched") from e
+
+
 def extract(archive, out_dir, sha256=None, log=sys.stderr):
-    """Verify, then unpack archive into out_dir (created; must not exist). Returns the file count."""
+    """Verify, then unpack archive into out_dir (missing, or an empty directory). Returns the file count."""
     if not os.path.isfile(archive):
         raise DownloadError(f"{archive}: no such file")
+    _check_out(out_dir, archive)
     actual = verify(archive, sha256, log)
-    tmp = f"{out_dir.rstrip('/')}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    try:
-        if zipfile.is_zipfile(archive):
-            n = _extract_zip(archive, tmp)
-        else:
-            try:
-                n = _extract_tar(archive, tmp)
-            except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-                if isinstance(e, tarfile.FilterError if hasattr(tarfile, "FilterError") else ()):
-                    raise UnsafeArchive(f"{archive}: {e}; refusing to extract") from e
-                raise DownloadError(f"{archive}: not a readable tar/zip archive ({e}); "
-                                    f"corrupt or truncated? Remove it and rerun.") from e
-        if os.path.exists(out_dir):
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    tmp = f"{os.path.normpath(out_dir)}.tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(tmp)), exist_ok=True)
+    with own_temporary(tmp, os.mkdir, lambda path: shutil.rmtree(path, ignore_errors=True)):
+        n = _unpack(archive, tmp)
+        _move(tmp, out_dir)
     print(f"extract: {archive} (sha256 {actual}): {n} files -> {out_dir}", file=log)
     return n
 
 
 def add_arguments(p):
     p.add_argument("--archive", required=True)
-    p.add_argument("--out", required=True, help="directory to create")
+    p.add_argument("--out", required=True, help="directory to create (or an empty one to fill)")
     p.add_argument("--sha256", default=None, help="expected sha256 of the archive (hex)")
     p.add_argument("--log", default=None, help="messages go here (appended); an error also to stderr")
 
 
 def run(args):
-    log = open(args.log, "a", encoding="utf-8") if args.log else None
-    try:
-        extract(args.archive, args.out, args.sha256, log or sys.stderr)
-    except DownloadError as e:
-        message = f"lnrepro extract: ERROR: {e}"
-        if log:
-            print(message, file=log, flush=True)
-        sys.exit(message)
-    finally:
-        if log:
-            log.close()
+    run_command("extract", args.log, lambda log: extract(args.archive, args.out, args.sha256, log or sys.stderr))
