@@ -1,8 +1,8 @@
 """The real corpora's preparation, run through the real rules on fabricated archives.
 
 The archives have the real member names and file formats (IWSLT14's de-en.tgz with its
-train.tags and TED XML files; WMT14's --icml17 training archives and test-full.tgz with its
-SGML), reached through file:// URLs pinned by sha256 in a config derived from
+train.tags and TED XML files; WMT14's --icml17 training archives, test-full.tgz and dev.tgz
+with their SGML), reached through file:// URLs pinned by sha256 in a config derived from
 config/config.yaml. One Snakemake run prepares all four corpora (IWSLT14, WMT14, a local
 corpus and an already tokenized local corpus) up to the binarized data; the tests then read
 every stage's files. Expected texts are written out: they are what prepare-iwslt14.sh /
@@ -153,7 +153,7 @@ def iwslt_expected():
     return train, valid, test
 
 
-# ---- WMT14: the --icml17 archives and test-full.tgz --------------------------------------------
+# ---- WMT14: the --icml17 archives, test-full.tgz and dev.tgz --------------------------------------
 def wmt_plain(corpus, i):
     """(en, de, en tokenized, de tokenized): no normalization or -a effects."""
     en = f"{corpus} sentence {i} about the European Parliament."
@@ -164,7 +164,7 @@ def wmt_plain(corpus, i):
 def wmt_corpora():
     """{corpus: [(en, de, en tok, de tok, dropped by clean-after-BPE)]} in recipe order."""
     europarl = [wmt_plain("Europarl", i) + (False,) for i in range(1, 100)]
-    # line 100 of the concatenation (a valid line) has a bad length ratio: cleaned out of valid
+    # line 100 of the concatenation (valid for the script's every-100th split) has a bad length ratio
     europarl.append(("Yes.", "Ja, das ist genau das, was ich im Parlament gesagt habe.", "Yes .",
                      "Ja , das ist genau das , was ich im Parlament gesagt habe .", True))
     crawl = [wmt_plain("Crawl", i) + (False,) for i in range(1, 61)]
@@ -184,6 +184,10 @@ def wmt_corpora():
             "training/news-commentary-v9.de-en": commentary}
 
 
+def wmt_train_rows():
+    return [r for corpus in wmt_corpora().values() for r in corpus]
+
+
 # newstest2014: (en source, de reference, en tokenized, de tokenized); not normalized, not cleaned
 WMT_TEST = [
     ("Gutach: Increased safety for pedestrians", "Gutach: Noch mehr Sicherheit für Fußgänger",
@@ -194,14 +198,32 @@ WMT_TEST = [
      "Yes .", "Ja , das ist genau das , was ich gesagt habe , wirklich ."),
     ("It’s John’s car.", "Das ist Johns Auto.", "It &apos;s John &apos;s car .", "Das ist Johns Auto ."),
 ]
+# newstest2013, the valid set (Xiong et al. A.1): as the test set, then cleaned after BPE like train
+WMT_VALID = [wmt_plain("Newstest", i) + (False,) for i in range(1, 4)]
+WMT_VALID[1] = ("It’s the „E-mail“ about the European Parliament.",
+                "Die „E-Mail“ über das Europäische Parlament.",
+                "It &apos;s the „ E @-@ mail “ about the European Parliament .",
+                "Die „ E @-@ Mail “ über das Europäische Parlament .", False)
+WMT_VALID.append(("No.", "Nein, das ist nicht das, was ich 2013 im Parlament gesagt habe.", "No .",
+                  "Nein , das ist nicht das , was ich 2013 im Parlament gesagt habe .", True))
 
 
-def sgm(kind, lang, segs):
-    head = ('<srcset setid="newstest2014" srclang="any">' if kind == "src"
-            else f'<refset setid="newstest2014" srclang="any" trglang="{lang}">')
+def sgm(kind, lang, segs, setid="newstest2014"):
+    head = (f'<srcset setid="{setid}" srclang="any">' if kind == "src"
+            else f'<refset setid="{setid}" srclang="any" trglang="{lang}">')
     out = [head, '<doc sysid="ref" docid="1012-bbc" genre="news" origlang="en">', "<p>"]
     out += [f'<seg id="{i}">{s}</seg>' for i, s in enumerate(segs, start=1)]
     return out + ["</p>", "</doc>", "</srcset>" if kind == "src" else "</refset>"]
+
+
+def sgm_set(pattern, setid, rows):
+    """The recipe's direction (en src, de ref) of a set and, as in the real archives, the other
+    direction's files (de src, en ref) with other text."""
+    wrong = ["WRONG FILE"] * len(rows)
+    return {pattern.format("src", "en"): sgm("src", "en", [r[0] for r in rows], setid),
+            pattern.format("ref", "de"): sgm("ref", "de", [r[1] for r in rows], setid),
+            pattern.format("src", "de"): sgm("src", "de", wrong, setid),
+            pattern.format("ref", "en"): sgm("ref", "en", wrong, setid)}
 
 
 def fabricate_wmt(directory):
@@ -215,14 +237,12 @@ def fabricate_wmt(directory):
         other = corpus.replace("de-en", "fr-en")  # the real archives hold other pairs too
         members[f"{other}.fr"] = ["Une phrase."]
         archives.append(make_tgz(directory / names[corpus], members))
-    test = {
-        # the other direction's files are there too, with other text: the recipe's are en src, de ref
-        "test-full/newstest2014-deen-src.de.sgm": sgm("src", "de", ["FALSCHE DATEI"] * 4),
-        "test-full/newstest2014-deen-ref.en.sgm": sgm("ref", "en", ["WRONG FILE"] * 4),
-        "test-full/newstest2014-deen-src.en.sgm": sgm("src", "en", [t[0] for t in WMT_TEST]),
-        "test-full/newstest2014-deen-ref.de.sgm": sgm("ref", "de", [t[1] for t in WMT_TEST]),
-    }
-    archives.append(make_tgz(directory / "test-full.tgz", test))
+    archives.append(make_tgz(directory / "test-full.tgz",
+                             sgm_set("test-full/newstest2014-deen-{}.{}.sgm", "newstest2014", WMT_TEST)))
+    # dev.tgz names its sets without the pair and holds other years too
+    dev = {**sgm_set("dev/newstest2012-{}.{}.sgm", "newstest2012", [("WRONG YEAR", "FALSCHES JAHR")] * 3),
+           **sgm_set("dev/newstest2013-{}.{}.sgm", "newstest2013", WMT_VALID)}
+    archives.append(make_tgz(directory / "dev.tgz", dev))
     return archives
 
 
@@ -262,11 +282,17 @@ def paper_config():
             "runs": {"prepare_only": {"corpus": "iwslt14"}}, "figures": {}}
 
 
+def pin_archives(corpus, archives):
+    """The config's archives, each replaced by the fabricated file of the same name."""
+    assert [a["url"].rsplit("/", 1)[-1] for a in corpus["archives"]] == [a.name for a in archives]
+    corpus["archives"] = [{"url": a.as_uri(), "sha256": sha256(a)} for a in archives]
+
+
 def derived_config(de_en, wmt_archives, local_files, local_tok_files):
     cfg = paper_config()
     iwslt, wmt = cfg["corpora"]["iwslt14"], cfg["corpora"]["wmt14"]
-    iwslt["archives"] = [{"url": de_en.as_uri(), "sha256": sha256(de_en)}]
-    wmt["archives"] = [{"url": a.as_uri(), "sha256": sha256(a)} for a in wmt_archives]
+    pin_archives(iwslt, [de_en])
+    pin_archives(wmt, wmt_archives)
     iwslt["bpe_merges"], wmt["bpe_merges"] = MERGES["iwslt14"], MERGES["wmt14"]
     cfg["corpora"]["mine"] = {"source": "local", "files": local_files, "src": "de", "tgt": "en",
                               "bpe_merges": MERGES["mine"], "split_final_period": True}
@@ -366,7 +392,7 @@ def test_iwslt14_count_mismatch_is_a_warning(prepared):
 @pytest.mark.slow
 def test_wmt14_train_is_the_corpora_in_order_normalized_and_tokenized(prepared):
     workdir, _ = prepared
-    rows = [r for corpus in wmt_corpora().values() for r in corpus]
+    rows = wmt_train_rows()
     assert len(rows) == 210
     raw = stage(workdir, "wmt14", "raw")
     assert read(raw / "train.en") == [r[0] for r in rows]  # europarl, commoncrawl, news-commentary
@@ -378,38 +404,41 @@ def test_wmt14_train_is_the_corpora_in_order_normalized_and_tokenized(prepared):
 
 
 @pytest.mark.slow
-def test_wmt14_valid_split_then_bpe_then_clean_train_and_valid_only(prepared):
-    workdir, _ = prepared
-    rows = [r for corpus in wmt_corpora().values() for r in corpus]
-    valid_rows = [r for n, r in enumerate(rows, start=1) if n % 100 == 0]
-    train_rows = [r for n, r in enumerate(rows, start=1) if n % 100 != 0]
-    assert [r[0] for r in valid_rows] == ["Yes.", "Commentary sentence 40 about the European Parliament."]
-    text = stage(workdir, "wmt14", "text")  # cased: no lowercasing for WMT
-    assert read(text / "valid.src") == [r[2] for r in valid_rows]
+def test_wmt14_test_and_valid_from_sgml_not_normalized(prepared):
+    workdir, output = prepared
+    raw, tok = stage(workdir, "wmt14", "raw"), stage(workdir, "wmt14", "tok")
+    # newstest2014 from test-full.tgz, newstest2013 from dev.tgz: <seg> text, ’ -> ', then -a
+    for split, rows in (("test", WMT_TEST), ("valid", WMT_VALID)):
+        assert read(raw / f"{split}.en") == [r[0].replace("’", "'") for r in rows]
+        assert read(raw / f"{split}.de") == [r[1] for r in rows]
+        assert read(tok / f"{split}.src") == [r[2] for r in rows]  # „ “ stay: no normalization
+        assert read(tok / f"{split}.tgt") == [r[3] for r in rows]
     d = bpe(workdir, "wmt14")
-    # BPE learned on the split-off train (before cleaning), applied to all three splits
-    assert debpe(read(d / "uncleaned" / "train.src")) == [r[2] for r in train_rows]
-    assert debpe(read(d / "uncleaned" / "valid.tgt")) == [r[3] for r in valid_rows]
-    # then clean-corpus-n 1-250 / 1.5 on train and valid
-    for split, split_rows in (("train", train_rows), ("valid", valid_rows)):
-        kept = [r for r in split_rows if not r[4]]
-        assert debpe(read(d / f"{split}.src")) == [r[2] for r in kept]
-        assert debpe(read(d / f"{split}.tgt")) == [r[3] for r in kept]
-    assert len(read(d / "train.src")) == 208 - 2 and len(read(d / "valid.src")) == 1
-    assert any("@@ " in line for line in read(d / "train.tgt"))
+    assert debpe(read(d / "test.tgt")) == [t[3] for t in WMT_TEST]  # not cleaned: the 1:11 pair stays
+    assert "WARNING: wmt14 (wmt14): test has 4 sentence pairs, the recipe gives 3003" in output
+    assert len(data.ParallelData.load(d / "bin" / "test.pt")) == 4
 
 
 @pytest.mark.slow
-def test_wmt14_test_from_sgml_not_normalized_not_cleaned(prepared):
-    workdir, output = prepared
-    raw = stage(workdir, "wmt14", "raw")
-    assert read(raw / "test.en") == [t[0].replace("’", "'") for t in WMT_TEST]
-    assert read(raw / "test.de") == [t[1] for t in WMT_TEST]
+def test_wmt14_bpe_on_all_train_then_clean_train_and_valid_only(prepared):
+    workdir, _ = prepared
+    rows = wmt_train_rows()
+    text = stage(workdir, "wmt14", "text")  # cased: no lowercasing for WMT
+    # valid_set replaces the every-100th split: train is all of it and valid_every is ignored
+    assert read(text / "train.src") == [r[2] for r in rows]
+    assert read(text / "valid.tgt") == [r[3] for r in WMT_VALID]
+    assert not (text / "trainvalid.src").exists() and not (workdir / "logs/data/wmt14/split_valid.log").exists()
     d = bpe(workdir, "wmt14")
-    assert debpe(read(d / "test.src")) == [t[2] for t in WMT_TEST]  # „ “ stay: no normalization
-    assert debpe(read(d / "test.tgt")) == [t[3] for t in WMT_TEST]  # the 1:11 pair stays
-    assert "WARNING: wmt14 (wmt14): test has 4 sentence pairs, the recipe gives 3003" in output
-    assert len(data.ParallelData.load(d / "bin" / "test.pt")) == 4
+    # BPE learned on train before cleaning, applied to all three splits, then clean-corpus-n
+    # 1-250 / 1.5 on train and valid, as prepare-wmt14en2de.sh does with its valid
+    for split, split_rows in (("train", rows), ("valid", WMT_VALID)):
+        assert debpe(read(d / "uncleaned" / f"{split}.src")) == [r[2] for r in split_rows]
+        kept = [r for r in split_rows if not r[4]]
+        assert debpe(read(d / f"{split}.src")) == [r[2] for r in kept]
+        assert debpe(read(d / f"{split}.tgt")) == [r[3] for r in kept]
+    assert len(read(d / "train.src")) == 210 - 3 and len(read(d / "valid.src")) == 3
+    assert any("@@ " in line for line in read(d / "train.tgt"))
+    assert len(data.ParallelData.load(d / "bin" / "valid.pt")) == 3
 
 
 # ---- local corpora ------------------------------------------------------------------------------
