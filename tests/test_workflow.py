@@ -3,6 +3,8 @@
 The end-to-end test runs the demo exactly as the README's quick start does (in a scratch copy
 of the workflow) and asserts the papers' effects on the pipeline's own numbers.
 """
+import ast
+import itertools
 import os
 import re
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 import browser
@@ -55,6 +58,25 @@ def planned_jobs(dry_run_output):
     (lambda c: c["bert"]["fig5"]["runs"].append("bert_big"), "bert_big"),
     (lambda c: c["bert"]["pretrain_defaults"].update(valid_interval=7), "valid_interval 7"),
     (lambda c: c["bert"]["finetune"].update(seeds=0), "seeds"),
+    (lambda c: c["bert"]["pretrain_defaults"].update(norm="admin"), "['pretrain_defaults']['norm']"),
+    # norm combinations: the model builds each run, each table's run trains what its cell says
+    (lambda c: c["runs"]["liu_wmt_postenc_predec_18L"].update(enc_norm="admin"),
+     "runs.liu_wmt_postenc_predec_18L: enc_norm/dec_norm admin/pre"),
+    (lambda c: c["runs"]["liu_wmt_pre_18L"].update(enc_norm="post"), "runs.liu_wmt_pre_18L.enc_norm"),
+    (lambda c: c["admin"]["table1"]["rows"][2].update(run="liu_wmt_post_18L"),
+     "admin.table1.rows[2].run: liu_wmt_post_18L has enc_norm post, dec_norm post; the row says enc_norm pre"),
+    (lambda c: c["admin"]["table2"]["runs"]["admin"].__setitem__(0, "liu_wmt_post_6L"), "admin.table2.runs.admin[0]"),
+    (lambda c: c["admin"]["table2"]["runs"]["pre"].reverse(), "admin.table2.runs.pre[0]: liu_wmt_pre_18L has enc_layers 8"),
+    (lambda c: c["admin"]["table2"]["seed_runs"]["pre"].__setitem__(1, "liu_iwslt_admin_seed2"),
+     "admin.table2.seed_runs.pre[1]"),
+    (lambda c: c["runs"]["liu_iwslt_post_seed2"].update(lr=2e-3), "admin.table2.seed_runs.post[1]: liu_iwslt_post_seed2 has lr"),
+    (lambda c: c["runs"]["liu_iwslt_post_seed2"].pop("seed"), "admin.table2.seed_runs.post: seeds [1, 1]"),
+    (lambda c: c["admin"]["lr_grid"]["cells"][2].update(lr=1e-2), "admin.lr_grid.cells[2].run"),
+    (lambda c: c["admin"]["lr_grid"]["cells"][0].update(norm="admin"), "admin.lr_grid.cells[0].run"),
+    (lambda c: c["admin"]["layer_dependency"]["fig8"]["runs"].__setitem__(0, "liu_wmt_postenc_predec_18L"),
+     "admin.layer_dependency.fig8.runs[0]"),
+    (lambda c: c["admin"]["layer_dependency"]["fig7"]["runs"].append("no_such_run"), "admin.layer_dependency.fig7.runs"),
+    (lambda c: c["admin"]["gradients"].update(run="no_such_run"), "admin.gradients.run"),
 ])
 def test_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
     workflow_copy(tmp_path)
@@ -64,6 +86,46 @@ def test_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+def common_smk_constant(name):
+    """A literal of workflow/rules/common.smk (Snakemake runs without importing lnrepro)."""
+    text = (ROOT / "workflow" / "rules" / "common.smk").read_text()
+    return ast.literal_eval(re.search(rf"^{name} = (.+)$", text, re.M).group(1))
+
+
+def test_workflow_norm_checks_match_the_model_and_trainer():
+    """The pairs the config check refuses are the ones the model refuses; the others build and
+    Admin profiling gives omegas to the Admin side(s) only. The defaults it assumes are the trainer's."""
+    from lnrepro.admin import profile, set_omegas
+    from lnrepro.model import NORMS, ModelConfig, Transformer
+    from lnrepro.train import TrainConfig
+
+    refused = common_smk_constant("UNSUPPORTED_NORM_PAIRS")
+    src, prev = torch.randint(4, 16, (2, 5)), torch.randint(4, 16, (2, 4))
+    for enc, dec in itertools.product(NORMS, NORMS):
+        settings = dict(vocab_size=16, d_model=8, ffn_dim=16, heads=2, enc_layers=2, dec_layers=2)
+        if (enc, dec) in refused:
+            with pytest.raises(ValueError):
+                ModelConfig(**settings, enc_norm=enc, dec_norm=dec)
+            continue
+        model = Transformer(ModelConfig(**settings, enc_norm=enc, dec_norm=dec))
+        omegas = profile(model, src, prev)
+        set_omegas(model, omegas)
+        assert [len(omegas["encoder"]), len(omegas["decoder"])] == [4 * (enc == "admin"), 6 * (dec == "admin")]
+    defaults = common_smk_constant("TRAINER_DEFAULTS")
+    assert {k: getattr(TrainConfig(), k) for k in defaults} == defaults
+
+
+def test_admin_on_one_side_plans_its_profiling(tmp_path):
+    """Admin beside Post-LN is a supported hybrid: it plans, with its admin_profile job."""
+    workflow_copy(tmp_path)
+    cfg = demo_config()
+    post = {k: v for k, v in cfg["runs"]["liu_wmt_post_6L"].items() if k != "norm"}  # train_defaults: post
+    cfg["runs"]["admin_enc_post_dec"] = {**post, "enc_norm": "admin"}
+    cfg["figures"]["fig2"]["panels"][0]["runs"].append("admin_enc_post_dec")
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", write_config(tmp_path, cfg))
+    assert "run=admin_enc_post_dec" in planned_jobs(proc.stdout)["admin_profile"]
 
 
 def test_lint_is_clean():

@@ -56,7 +56,40 @@ def check_admin_config():
         config_error("admin.table1 needs admin.gradients (its 'gradient vanishing' column is measured there)")
 
 
+def check_admin_run_settings():
+    """Each table cell's run trains what the cell is labelled with (the runs exist: checked above)."""
+    a = admin_cfg()
+    for i, row in enumerate(a.get("table1", {}).get("rows", [])):
+        check_run_is(f"admin.table1.rows[{i}].run", row["run"], "the row says", enc_norm=row["enc"], dec_norm=row["dec"])
+    t2 = a.get("table2", {})
+    for norm, runs in t2.get("runs", {}).items():
+        for i, (run, depth) in enumerate(zip(runs, t2["depths"])):
+            check_run_is(f"admin.table2.runs.{norm}[{i}]", run, f"its norm and depths[{i}] say",
+                         enc_norm=norm, dec_norm=norm, enc_layers=depth, dec_layers=depth)
+    for norm, runs in t2.get("seed_runs", {}).items():
+        first = run_settings(runs[0])
+        for i, run in enumerate(runs):
+            key = f"admin.table2.seed_runs.{norm}[{i}]"
+            check_run_is(key, run, "its norm says", enc_norm=norm, dec_norm=norm)
+            keys = sorted({*first, *run_settings(run)} - {"seed", "description"})
+            check_run_is(key, run, f"the cell's runs differ only in seed, and {runs[0]} has",
+                         **{k: run_value(runs[0], k) for k in keys})
+        seeds = [run_value(run, "seed") for run in runs]
+        if len(set(seeds)) < len(seeds):
+            config_error(f"admin.table2.seed_runs.{norm}: seeds {seeds} repeat (one run per seed)")
+    for i, cell in enumerate(a.get("lr_grid", {}).get("cells", [])):
+        check_run_is(f"admin.lr_grid.cells[{i}].run", cell["run"], "the cell says",
+                     enc_norm=cell["norm"], dec_norm=cell["norm"], lr=cell["lr"], adam_beta2=cell["beta2"])
+    for fig, spec in a.get("layer_dependency", {}).items():
+        for i, run in enumerate(spec["runs"]):
+            enc, dec = run_norms(run)
+            if enc != dec:  # the figure labels each run with one norm (its encoder's)
+                config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has enc_norm {enc}, dec_norm {dec}; "
+                             "a figure's run has one norm on both sides")
+
+
 check_admin_config()
+check_admin_run_settings()
 
 
 def admin_targets():

@@ -17,6 +17,13 @@ ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from down
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
 RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens")  # resolved here, not passed to the trainer
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
+NORMS = ("post", "pre", "admin")
+# lnrepro.model refuses Admin beside Pre-LN (omega re-weights Post-LN residuals); Admin on one side
+# with Post-LN on the other builds, and admin-profile then writes omegas for that side only
+UNSUPPORTED_NORM_PAIRS = {("admin", "pre"), ("pre", "admin")}
+NORM_PAIRS = [(e, d) for e in NORMS for d in NORMS if (e, d) not in UNSUPPORTED_NORM_PAIRS]
+# what the trainer (lnrepro.train.TrainConfig) uses where no level of the config sets the key
+TRAINER_DEFAULTS = {"enc_norm": "post", "dec_norm": "post", "lr": 5e-4, "adam_beta2": 0.98, "seed": 1}
 
 
 def config_error(msg):
@@ -57,6 +64,23 @@ def with_update_freq(settings, where):
     return {**settings, "update_freq": freq}
 
 
+def run_value(run, key):
+    """The setting a translation run trains with, defaults of the trainer included."""
+    return run_settings(run).get(key, TRAINER_DEFAULTS.get(key))
+
+
+def run_norms(run):
+    return run_value(run, "enc_norm"), run_value(run, "dec_norm")
+
+
+def check_run_is(key, run, says, **want):
+    """One error line at `key` when the run does not train with `want` (`says`: who asks for it)."""
+    have = {k: run_value(run, k) for k in want if run_value(run, k) != want[k]}
+    if have:
+        text = lambda d: ", ".join(f"{k} {d[k]}" for k in have)
+        config_error(f"{key}: {run} has {text(have)}; {says} {text(want)}")
+
+
 def check_config():
     """Cross-references the schema cannot express; fails before any job runs."""
     for run in config["runs"]:
@@ -66,6 +90,15 @@ def check_config():
                 config_error(f"runs.{run}: no '{key}' (set it in the run or in train_defaults)")
             if s[key] not in config[table]:
                 config_error(f"runs.{run}.{key}: '{s[key]}' is not one of {sorted(config[table])}")
+        if run_norms(run) not in NORM_PAIRS:
+            config_error(f"runs.{run}: enc_norm/dec_norm {'/'.join(run_norms(run))} cannot be built: Admin "
+                         f"re-weights Post-LN residuals, so it pairs with admin or post only "
+                         f"(enc/dec: {', '.join('/'.join(p) for p in NORM_PAIRS)})")
+    levels = {"train_defaults": config["train_defaults"], **{f"runs.{r}": s for r, s in config["runs"].items()}}
+    for where, level in levels.items():  # one level's norm and enc_norm/dec_norm: one of them is ignored
+        for side in ("enc_norm", "dec_norm"):
+            if "norm" in level and level.get(side, level["norm"]) != level["norm"]:
+                config_error(f"{where}.{side}: '{level[side]}' contradicts its norm '{level['norm']}' (set one)")
     for fig, spec in config["figures"].items():
         for i, panel in enumerate(spec["panels"]):
             for run in panel["runs"]:
