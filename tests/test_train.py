@@ -1,12 +1,16 @@
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
 import pandas as pd
+import pytest
 import torch
+from conftest import reversal_pairs
 
+from lnrepro.data import Dictionary, save_split
 from lnrepro.train import TrainConfig, load_model, train
 
 TINY = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout=0.1, max_tokens=200,
@@ -52,12 +56,42 @@ def test_killed_run_resumes_to_the_same_metrics(toy_data, tmp_path):
     pd.testing.assert_frame_equal(full[DETERMINISTIC], again[DETERMINISTIC])
 
 
-def test_changed_settings_never_resume_stale_state(toy_data, tmp_path):
+def test_changed_settings_never_resume_stale_state(toy_data, tmp_path, capsys):
     train(TrainConfig(**TINY, epochs=1), toy_data, tmp_path)
     first = pd.read_csv(tmp_path / "metrics.csv")
+    capsys.readouterr()
     train(TrainConfig(**{**TINY, "epochs": 2}, lr=1e-3), toy_data, tmp_path)
+    assert "was trained with other settings (epochs, lr differ); starting afresh" in capsys.readouterr().err
     second = pd.read_csv(tmp_path / "metrics.csv")
     assert list(second.epoch) == [1, 2] and second.lr.iloc[0] != first.lr.iloc[0]
+
+
+def other_valid_set(data):
+    pairs = reversal_pairs(40, 7)
+    vocab = Dictionary.load(data / "dict.txt")
+    save_split(data / "valid.pt", [vocab.encode(a) for a, _ in pairs], [vocab.encode(b) for _, b in pairs])
+
+
+def larger_dictionary(data):
+    with open(data / "dict.txt", "a") as f:
+        f.write("unseen 1\n")
+
+
+@pytest.mark.parametrize("edit, reason", [(other_valid_set, "valid.pt differs"),
+                                          (larger_dictionary, "dict.txt differs")], ids=["valid", "dict"])
+def test_a_checkpoint_of_other_data_is_never_resumed(toy_data, tmp_path, capsys, edit, reason):
+    """Same settings, data rebuilt (another valid split, another BPE vocabulary): a fresh run."""
+    cfg = TrainConfig(**TINY, epochs=2)
+    train(cfg, toy_data, tmp_path / "run")
+    data = shutil.copytree(toy_data, tmp_path / "data")
+    edit(data)
+    capsys.readouterr()
+    train(cfg, data, tmp_path / "run")
+    log = capsys.readouterr().err
+    assert f"last.pt was trained on other data ({reason}); starting afresh" in log and "resuming" not in log
+    train(cfg, data, tmp_path / "fresh")
+    again, fresh = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("run", "fresh"))
+    pd.testing.assert_frame_equal(fresh[DETERMINISTIC], again[DETERMINISTIC])
 
 
 def as_older_checkpoint(state_dict):
@@ -87,8 +121,26 @@ def test_older_checkpoints_load_for_evaluation_and_are_not_resumed(toy_data, tmp
     capsys.readouterr()
     train(TrainConfig(**TINY, epochs=1), toy_data, tmp_path)
     log = capsys.readouterr().err
-    assert "by an older version; starting afresh" in log and "resuming" not in log
+    assert "by an older version of lnrepro (checkpoint format 1, now 3); starting afresh" in log
+    assert "resuming" not in log
     assert list(pd.read_csv(tmp_path / "metrics.csv").epoch) == [1]
+
+
+@pytest.mark.parametrize("fields, reason", [
+    ({"format": 2}, "was written by an older version of lnrepro (checkpoint format 2, now 3)"),  # as format 2 wrote it
+    ({"format": 3}, "was trained on other data (dict.txt, train.pt, valid.pt differ)"),  # no digests, whatever the format
+], ids=["format2", "format3"])
+def test_a_checkpoint_without_data_digests_is_not_resumed(toy_data, tmp_path, capsys, fields, reason):
+    cfg = TrainConfig(**TINY, epochs=2)
+    train(cfg, toy_data, tmp_path)
+    last = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)
+    del last["data"]
+    torch.save({**last, **fields}, tmp_path / "checkpoints" / "last.pt")
+    capsys.readouterr()
+    train(cfg, toy_data, tmp_path)
+    log = capsys.readouterr().err
+    assert f"last.pt {reason}; starting afresh" in log
+    assert "resuming" not in log and list(pd.read_csv(tmp_path / "metrics.csv").epoch) == [1, 2]
 
 
 def test_divergence_is_recorded_not_raised(toy_data, tmp_path):

@@ -9,8 +9,10 @@ translation, a fixed number of updates for pre-training. The loop writes ``OUT/m
 (outside a rule's declared outputs): ``epochN.pt`` the weights of round N for evaluation,
 ``last.pt`` the full state of the last complete round. A killed run restarts from ``last.pt``;
 batch order, dropout (and masking) are seeded per round, so it ends with the same metrics as an
-uninterrupted one. A run whose loss turns NaN/inf or explodes is recorded as diverged: its curve
-so far plus a final row with diverged=1, and the command exits 0.
+uninterrupted one. ``last.pt`` records what it was trained on (settings, digests of the data
+files, model shape, processes): a run that differs in any of them starts afresh and logs why. A
+run whose loss turns NaN/inf or explodes is recorded as diverged: its curve so far plus a final
+row with diverged=1, and the command exits 0.
 """
 import csv
 import dataclasses
@@ -31,9 +33,12 @@ from . import __version__
 from .schedule import SCHEDULES, Schedule
 
 OPTIMIZERS = ("adam", "sgd", "radam")
-# last.pt's layout: 2 = attention's stacked in_proj. An older state's optimizer moments do not fit
-# the parameters, so it is not resumed (its epoch weights still load for evaluation)
-CHECKPOINT_FORMAT = 2
+# last.pt's layout: 2 = attention's stacked in_proj (older optimizer moments do not fit the
+# parameters); 3 = records its data's digests. An older state is not resumed (its epoch weights
+# still load for evaluation)
+CHECKPOINT_FORMAT = 3
+# settings that do not change the result: a run resumes across them
+UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
 LN2 = math.log(2)
 
 
@@ -78,11 +83,17 @@ class LoopConfig:
     def as_dict(self):
         return dataclasses.asdict(self)
 
+    def settings(self):
+        """What decides the result."""
+        return result_settings(self.as_dict())
+
     def fingerprint(self):
-        """What decides the result; a checkpoint from another fingerprint is never resumed."""
-        keep = {k: v for k, v in self.as_dict().items()
-                if k not in ("log_interval", "threads", "compile", "tensorboard")}
-        return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+        """The settings' digest; a checkpoint from another fingerprint is never resumed."""
+        return hashlib.sha256(json.dumps(self.settings(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def result_settings(config_dict):
+    return {k: v for k, v in config_dict.items() if k not in UNFINGERPRINTED}
 
 
 def add_config_arguments(p, config_class):
@@ -158,21 +169,76 @@ def metric_columns(valid_columns):
              "wall_s", "diverged", "checkpoint"])
 
 
-def resume_state(ckpt_dir, cfg, world=1):
-    """The last complete round's state, or None; stale state of other settings is removed.
-    The number of processes counts as a setting: it sets the batch of every update."""
+def data_files(data_dir):
+    """The files of a binarized data dir that a task trains and validates on."""
+    return [data_dir / name for name in ("dict.txt", "train.pt", "valid.pt")]
+
+
+def file_digests(paths):
+    """{file name: sha256} of the files a run trains and validates on. Read in chunks, so a
+    multi-GB train.pt costs seconds at each run start, not its size in memory."""
+    digests = {}
+    for path in paths:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 24):
+                h.update(chunk)
+        digests[path.name] = h.hexdigest()
+    return digests
+
+
+def differing(saved, current):
+    """The keys whose values differ between two dicts (a key missing on one side differs)."""
+    return sorted(k for k in saved.keys() | current.keys() if saved.get(k) != current.get(k))
+
+
+def differ(names):
+    return f"{', '.join(names)} differ{'s' if len(names) == 1 else ''}"
+
+
+def stale_reason(state, cfg, world, identity):
+    """Why a saved state cannot continue this run, or None when it can. identity: this run's
+    {"data": file digests, "model_config": the model's config}; None checks the rest only."""
+    fmt = state.get("format", 1)
+    if fmt != CHECKPOINT_FORMAT:
+        return f"was written by an older version of lnrepro (checkpoint format {fmt}, now {CHECKPOINT_FORMAT})"
+    if state.get("world", 1) != world:  # it sets the batch of every update
+        return f"was trained by {state.get('world', 1)} process(es), this run has {world}"
+    if state.get("fingerprint") != cfg.fingerprint():
+        keys = differing(result_settings(state.get("train_config", {})), cfg.settings())
+        return f"was trained with other settings ({differ(keys) if keys else 'fingerprint differs'})"
+    if identity is None:
+        return None
+    # data first: a new vocabulary also changes the model's shape, and the data is the cause
+    for what, label in (("data", "on other data"), ("model_config", "for another model shape")):
+        keys = differing(state.get(what) or {}, identity[what])
+        if keys:
+            return f"was trained {label} ({differ(keys)})"
+    return None
+
+
+def resume_state(ckpt_dir, cfg, world=1, identity=None):
+    """The last complete round's state, or None. Starting afresh empties ckpt_dir (the loop's own
+    folder), so no epoch checkpoint of other settings or data is left for evaluation to read.
+    identity: see stale_reason; fit's other processes pass None, after rank 0 has checked it."""
     last = ckpt_dir / "last.pt"
     if not last.exists():
+        clear(ckpt_dir)  # epoch checkpoints without their last.pt: of an unknown run
         return None
     state = torch.load(last, weights_only=True, map_location="cpu")
-    if (state["fingerprint"] != cfg.fingerprint() or state.get("world", 1) != world
-            or state.get("format", 1) != CHECKPOINT_FORMAT):
-        log(f"{last}: written for other settings or by an older version; starting afresh")
-        shutil.rmtree(ckpt_dir)
-        ckpt_dir.mkdir(parents=True)
+    reason = stale_reason(state, cfg, world, identity)
+    if reason:
+        log(f"{last} {reason}; starting afresh")
+        clear(ckpt_dir)
         return None
     log(f"resuming after epoch {state['epoch']} ({state['updates']} updates)")
     return state
+
+
+def clear(ckpt_dir):
+    if any(ckpt_dir.iterdir()):
+        shutil.rmtree(ckpt_dir)
+        ckpt_dir.mkdir(parents=True)
 
 
 class Distributed:
@@ -214,7 +280,8 @@ def fit(cfg: LoopConfig, task, out_dir):
     vocab_size, rounds, valid_columns, build_model(), updates_per_round(per_update),
     round_batches(round, per_update) (per_update batches for each update, in order),
     tokens(batch) (the loss's denominator), loss(model, batch, device) -> (loss sum, nll sum)
-    in nats, validate(model, device, autocast) -> {column: value}."""
+    in nats, validate(model, device, autocast) -> {column: value}, data_identity() -> {file name:
+    digest} of the files it trains and validates on (see file_digests)."""
     env = Distributed(cfg.device)
     device, main_process = env.device, env.rank == 0
     if cfg.threads > 0:
@@ -231,7 +298,9 @@ def fit(cfg: LoopConfig, task, out_dir):
     model = task.build_model().to(device)
     optimizer = build_optimizer(cfg, model.parameters())
     rows, updates, start_epoch = [], 0, 1
-    state = resume_state(ckpt_dir, cfg, env.world) if main_process else None  # rank 0 removes stale state first
+    # rank 0 decides and removes stale state first; hashing the data once per run start
+    identity = {"data": task.data_identity(), "model_config": dataclasses.asdict(model.cfg)} if main_process else None
+    state = resume_state(ckpt_dir, cfg, env.world, identity) if main_process else None
     env.barrier()
     if not main_process:
         state = resume_state(ckpt_dir, cfg, env.world)
@@ -320,7 +389,7 @@ def fit(cfg: LoopConfig, task, out_dir):
             for key in ("train_loss", "valid_loss", "lr", "grad_norm", "tokens_per_s"):
                 board.add_scalar(key, row[key], epoch)
         if main_process:
-            save_round(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, env.world)
+            save_round(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, env.world, identity["data"])
             write_csv(rows, out_dir / "progress.csv", columns)
         env.barrier()
     if main_process:
@@ -329,15 +398,16 @@ def fit(cfg: LoopConfig, task, out_dir):
     return 0
 
 
-def save_round(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, world=1):
-    """Weights of this round (for evaluation) and the full resumable state, each written atomically."""
+def save_round(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, world, data):
+    """Weights of this round (for evaluation) and the full resumable state with what it was trained
+    on (data: file_digests of the task's files), each written atomically."""
     model_cfg = dataclasses.asdict(model.cfg)
     atomic_save({"model": model.state_dict(), "model_config": model_cfg, "epoch": epoch, "updates": updates},
                 ckpt_dir / f"epoch{epoch}.pt")
     atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "model_config": model_cfg,
                  "train_config": cfg.as_dict(), "fingerprint": cfg.fingerprint(), "epoch": epoch,
                  "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__, "world": world,
-                 "format": CHECKPOINT_FORMAT},
+                 "data": data, "format": CHECKPOINT_FORMAT},
                 ckpt_dir / "last.pt")
 
 

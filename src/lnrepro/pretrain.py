@@ -24,7 +24,7 @@ from . import launch
 from .batching import epoch_order, make_batches
 from .bert import CLS, MASK_SYMBOL, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
 from .data import PAD, Dictionary
-from .loop import LN2, LoopConfig, add_config_arguments, config_args, config_from_args, fit
+from .loop import LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files, file_digests, fit
 from .mono_data import MonoData
 
 
@@ -110,12 +110,14 @@ class MaskedLMTask:
 
     def __init__(self, cfg: PretrainConfig, data_dir: Path):
         self.cfg = cfg
-        vocab = Dictionary.load(data_dir / "dict.txt")
+        self.files = data_files(data_dir)
+        dict_file, train_file, valid_file = self.files
+        vocab = Dictionary.load(dict_file)
         if MASK_SYMBOL not in vocab.index:
-            raise SystemExit(f"{data_dir / 'dict.txt'} has no {MASK_SYMBOL} symbol (binarize with `lnrepro binarize-mono`)")
+            raise SystemExit(f"{dict_file} has no {MASK_SYMBOL} symbol (binarize with `lnrepro binarize-mono`)")
         self.vocab_size, self.mask_id = len(vocab), vocab.index[MASK_SYMBOL]
-        self.train = MonoData.load(data_dir / "train.pt")
-        self.valid = MonoData.load(data_dir / "valid.pt")
+        self.train = MonoData.load(train_file)
+        self.valid = MonoData.load(valid_file)
         rng = np.random.default_rng(cfg.seed)
         self.train_rows = make_instances(self.train, cfg.block_size, cfg.nsp, rng)
         self.valid_rows = make_instances(self.valid, cfg.block_size, cfg.nsp, np.random.default_rng(cfg.seed + 1))
@@ -128,6 +130,9 @@ class MaskedLMTask:
         self.rounds = math.ceil(cfg.max_updates / cfg.valid_interval)
         self.valid_columns = ("valid_loss", "valid_mlm_acc") + (("valid_nsp_acc",) if cfg.nsp else ())
         self._pending = {}
+
+    def data_identity(self):
+        return file_digests(self.files)
 
     def build_model(self):
         return Bert(self.cfg.model_config(self.vocab_size))

@@ -14,7 +14,7 @@ from . import launch
 from .batching import collate, epoch_order, make_batches
 from .data import PAD, Dictionary, ParallelData
 from .loop import (LN2, OPTIMIZERS, LoopConfig, add_config_arguments, build_optimizer, config_args,  # noqa: F401
-                   config_from_args, dropout_seed, fit, pick_device, resume_state)
+                   config_from_args, dropout_seed, data_files, file_digests, fit, pick_device, resume_state)
 from .model import ModelConfig, Transformer, label_smoothed_loss
 
 
@@ -61,16 +61,25 @@ class TranslationTask:
 
     def __init__(self, cfg: TrainConfig, data_dir: Path):
         self.cfg = cfg
-        self.vocab_size = len(Dictionary.load(data_dir / "dict.txt"))
-        self.train_data = ParallelData.load(data_dir / "train.pt")
-        self.valid_data = ParallelData.load(data_dir / "valid.pt")
+        self.files = data_files(data_dir)
+        dict_file, train_file, valid_file = self.files
+        self.vocab_size = len(Dictionary.load(dict_file))
+        self.train_data = ParallelData.load(train_file)
+        self.valid_data = ParallelData.load(valid_file)
         self.batches = make_batches(self.train_data, cfg.max_tokens, cfg.seed)
         self.valid_batches = make_batches(self.valid_data, cfg.max_tokens, cfg.seed)
         self.rounds = cfg.epochs
 
+    def data_identity(self):
+        """What a checkpoint must have been trained on to be resumed: the data and Admin's omegas."""
+        return file_digests(self.files + ([Path(self.cfg.admin_omega)] if self.uses_omega() else []))
+
+    def uses_omega(self):
+        return "admin" in (self.cfg.enc_norm, self.cfg.dec_norm)
+
     def build_model(self):
         model = Transformer(self.cfg.model_config(self.vocab_size))
-        if "admin" in (self.cfg.enc_norm, self.cfg.dec_norm):
+        if self.uses_omega():
             if not self.cfg.admin_omega:
                 raise SystemExit("norm 'admin' needs --admin-omega (the output of `lnrepro admin-profile`)")
             from .admin import load_omegas  # admin imports this module
