@@ -1,13 +1,16 @@
 """BERT pre-training and fine-tuning (Xiong et al. Fig 5): masking statistics, instances, the
 shared trainer's resume and divergence for the masked LM, fine-tuning and its confidence interval."""
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from lnrepro.bert import CLS, PAD, SEP, Bert, BertClassifier, BertConfig, mask_tokens, pair_input
+from lnrepro import loop
+from lnrepro.batching import epoch_order
+from lnrepro.bert import CLS, PAD, SEP, Bert, BertClassifier, BertConfig, load_bert, mask_tokens, pair_input
 from lnrepro.corpus import generate_documents, generate_pairs
 from lnrepro.data import Dictionary
 from lnrepro.finetune import ci95, summarize
@@ -84,7 +87,7 @@ def test_instances_pack_documents_and_pairs_stay_inside_the_block(bert_data):
         assert doc_of[a0] == doc_of[a1 - 1] and b1 > b0
         assert (doc_of[b0] == doc_of[a0]) == bool(is_next) and (b0 == a1) == bool(is_next)
     task = MaskedLMTask(PretrainConfig(**{**TINY, "nsp": True}), bert_data)
-    inputs, segments, targets, is_next = task.masked(task.train, task.train_rows, range(20), ("t", 0))
+    inputs, segments, targets, is_next = task.masked(task.train, task.phases[0].rows, range(20), ("t", 0), 32)
     assert inputs.size(1) <= 32 and (inputs[:, 0] == CLS).all()
     assert ((segments == 1).sum(1) > 0).all()  # every NSP instance has a B segment
 
@@ -113,6 +116,80 @@ def test_pretraining_lowers_the_masked_lm_loss_and_resumes_exactly(bert_data, tm
     again = pd.read_csv(tmp_path / "resumed" / "metrics.csv")
     columns = ["updates", "train_loss", "valid_loss", "valid_mlm_acc", "valid_nsp_acc", "grad_norm"]
     pd.testing.assert_frame_equal(full[columns], again[columns])
+
+
+# the paper config at tiny scale: BERT's eps, and Devlin et al. A.2's two lengths: 16 tokens for the
+# first 45% of 40 updates (the switch at update 18, inside round 2), then 32; 8 sequences per batch in both
+TWO_PHASE = {**TINY, "ln_eps": 1e-12, "short_block_size": 16, "short_fraction": 0.45, "short_max_tokens": 128,
+             "nsp": True}
+
+
+def test_two_phase_batches_switch_length_at_the_expected_update(bert_data):
+    task = MaskedLMTask(PretrainConfig(**TWO_PHASE), bert_data)
+    items = [item for r in range(1, 5) for item in task.round_batches(r, per_update=2)]
+    assert [p for _, p, _ in items] == [0] * 36 + [1] * 44  # updates 0..17 short, 18..39 long
+    shapes = [task.batch(item)[0].shape for item in items]
+    short, long = shapes[:36], shapes[36:]
+    assert max(t for _, t in short) == 16 and all(n * t <= 128 for n, t in short)
+    assert max(t for _, t in long) == 32 and all(n * t <= 256 for n, t in long)
+    assert items[36][2] == tuple(epoch_order(task.phases[1].batches, 1, 1)[0])  # the long stream from its start
+    # validation stays at the short length (our reading: one curve across the switch)
+    assert max(inputs.size(1) for inputs, *_ in task.valid_masked) == 16
+    with pytest.raises(ValueError, match="set together"):
+        PretrainConfig(**{**TINY, "short_block_size": 16})
+
+
+class Killed(Exception):
+    pass
+
+
+def kill_after_round(monkeypatch, n):
+    """A run that dies right after round n's checkpoint, as a job killed there would."""
+    save, calls = loop.save_round, []
+
+    def save_then_die(*args, **kwargs):
+        save(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == n:
+            raise Killed
+    monkeypatch.setattr(loop, "save_round", save_then_die)
+
+
+@pytest.mark.parametrize("killed_after", [1, 2])  # resumed before the switch, and just after it
+def test_two_phase_run_resumes_exactly_across_the_switch(bert_data, tmp_path, monkeypatch, capsys, killed_after):
+    cfg = PretrainConfig(**TWO_PHASE)
+    pretrain(cfg, bert_data, tmp_path / "full")
+    with monkeypatch.context() as m:
+        kill_after_round(m, killed_after)
+        with pytest.raises(Killed):
+            pretrain(cfg, bert_data, tmp_path / "resumed")
+    capsys.readouterr()
+    pretrain(cfg, bert_data, tmp_path / "resumed")
+    assert f"resuming after epoch {killed_after} ({10 * killed_after} updates)" in capsys.readouterr().err
+    full, again = (pd.read_csv(tmp_path / run / "metrics.csv") for run in ("full", "resumed"))
+    columns = ["updates", "train_loss", "valid_loss", "valid_mlm_acc", "valid_nsp_acc", "grad_norm", "lr"]
+    assert list(full.updates) == [10, 20, 30, 40]
+    pd.testing.assert_frame_equal(full[columns], again[columns])
+    assert load_bert(tmp_path / "resumed" / "checkpoints" / "epoch4.pt").cfg.ln_eps == 1e-12  # as fine-tuning reads it
+
+
+def test_layer_norms_carry_the_configured_eps():
+    cfg = PretrainConfig(**{**TINY, "ln_eps": 1e-12}, norm="pre").model_config(vocab_size=50)
+    norms = [m for m in Bert(cfg).modules() if isinstance(m, torch.nn.LayerNorm)]
+    # embeddings, 2 per layer, Pre-LN's final one, the masked-LM head
+    assert len(norms) == 1 + 2 * 2 + 1 + 1 and {m.eps for m in norms} == {1e-12}
+    assert {m.eps for m in Bert(BertConfig(vocab_size=50, layers=1)).modules()
+            if isinstance(m, torch.nn.LayerNorm)} == {1e-5}  # the default: the demo's models unchanged
+
+
+def test_a_checkpoint_older_than_ln_eps_loads_with_1e_5(tmp_path):
+    model = Bert(BertConfig(vocab_size=50, layers=1, d_model=16, ffn_dim=32, heads=2))
+    old = {k: v for k, v in asdict(model.cfg).items() if k != "ln_eps"}  # as written before ln_eps existed
+    torch.save({"model": model.state_dict(), "model_config": old, "epoch": 1, "updates": 10}, tmp_path / "epoch1.pt")
+    loaded = load_bert(tmp_path / "epoch1.pt")  # as fine-tuning builds its model
+    assert loaded.cfg.ln_eps == 1e-5
+    assert {m.eps for m in loaded.modules() if isinstance(m, torch.nn.LayerNorm)} == {1e-5}
+    assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), model.state_dict().values()))
 
 
 def test_pretraining_divergence_is_recorded(bert_data, tmp_path):

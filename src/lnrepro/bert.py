@@ -33,6 +33,7 @@ class BertConfig:
     max_positions: int = 512
     nsp: bool = False           # next-sentence prediction head (Devlin et al.); off: masked LM only
     init_std: float = 0.02      # N(0, init_std) weights; BERT-base's 0.02 is ~0.55 / sqrt(768)
+    ln_eps: float = 1e-5        # every LayerNorm's eps; BERT's released code: 1e-12 (checkpoints without it: 1e-5)
 
     def __post_init__(self):
         if self.norm not in ("post", "pre"):
@@ -52,18 +53,19 @@ class Bert(nn.Module):
         self.tokens = nn.Embedding(cfg.vocab_size, d, padding_idx=PAD)
         self.positions = nn.Embedding(cfg.max_positions, d)
         self.segments = nn.Embedding(2, d)
-        self.embed_norm = nn.LayerNorm(d, eps=1e-5)
+        self.embed_norm = nn.LayerNorm(d)
         self.layers = nn.ModuleList(EncoderLayer(cfg.layer_config()) for _ in range(cfg.layers))
-        self.final_norm = nn.LayerNorm(d, eps=1e-5) if cfg.norm == "pre" else None  # Pre-LN's final LayerNorm
+        self.final_norm = nn.LayerNorm(d) if cfg.norm == "pre" else None  # Pre-LN's final LayerNorm
         # masked-LM head: transform, then the output projection tied to the token embedding
         self.lm_transform = nn.Linear(d, d)
-        self.lm_norm = nn.LayerNorm(d, eps=1e-5)
+        self.lm_norm = nn.LayerNorm(d)
         self.lm_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
         # next-sentence prediction on the pooled [CLS] (dense + tanh), which fine-tuning then reuses;
         # without it every parameter still takes part in the loss (DDP requires that)
         self.pooler = nn.Linear(d, d) if cfg.nsp else None
         self.nsp_head = nn.Linear(d, 2) if cfg.nsp else None
         self.apply(lambda m: bert_init(m, cfg.init_std))
+        set_layer_norm_eps(self, cfg.ln_eps)
 
     def forward(self, tokens, segments, lm_targets=None):
         """Hidden states (B, T, d) of token ids and segment ids (0 = sentence A, 1 = B). With
@@ -89,6 +91,14 @@ class Bert(nn.Module):
 
     def pooled(self, hidden):
         return torch.tanh(self.pooler(hidden[:, 0]))
+
+
+def set_layer_norm_eps(module, eps):
+    """One eps for every LayerNorm, model.py's encoder layers included (they are built with the
+    translation model's 1e-5); LayerNorm reads .eps at every forward."""
+    for m in module.modules():
+        if isinstance(m, nn.LayerNorm):
+            m.eps = eps
 
 
 def bert_init(module, std=0.02):
@@ -161,7 +171,8 @@ def mask_tokens(tokens, mask_id, generator, prob=0.15, first_normal=4):
 
 
 def load_bert(path, device="cpu"):
-    """A Bert from a pre-training checkpoint (weights only, safe to load)."""
+    """A Bert from a pre-training checkpoint (weights only, safe to load), built with the checkpoint's
+    model config; one written before ln_eps existed gets BertConfig's 1e-5, the eps it trained with."""
     state = torch.load(path, weights_only=True, map_location=device)
     model = Bert(BertConfig(**state["model_config"]))
     model.load_state_dict(state["model"])

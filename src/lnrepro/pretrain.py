@@ -9,6 +9,17 @@ packed into blocks of up to ``block_size`` tokens ([CLS] A [SEP] (B [SEP])); wit
 prediction, a block is cut at a random sentence and B is the true continuation or, half the
 time, sentences of another document. Masks are drawn per batch from (seed, position in the
 batch stream), so they differ every epoch and a resumed run draws the same ones.
+
+Two sequence lengths (Devlin et al. A.2: 128 for 90% of the steps, then 512 "to learn the
+positional embeddings"): with ``short_block_size`` set, the updates before
+round(short_fraction * max_updates) train on instances packed to short_block_size and batched by
+short_max_tokens, the rest on block_size instances batched by max_tokens. The switch falls at
+that exact update, not at a round boundary, so a round may mix both (the paper's 900k of 1M
+updates is the end of round 18 of 50k). Each phase has its own instances of the same documents
+and its own batch stream, entered at its first update; an update's batches and masks depend on
+its number only, so a resumed run replays them on either side of the switch. Our reading: one
+optimizer and lr schedule run across the switch (Devlin et al. state one schedule for the 1M
+steps), and validation uses the short length throughout (see MaskedLMTask).
 """
 import hashlib
 import math
@@ -38,19 +49,40 @@ class PretrainConfig(LoopConfig):
     dropout: float = 0.1
     attn_dropout: float = 0.1
     init_std: float = 0.02
+    ln_eps: float = 1e-5  # BERT's released code: 1e-12
     norm: str = "post"
     # objective and length
     block_size: int = 512
+    # a first phase of shorter sequences (Devlin et al. A.2); short_block_size 0 = one phase
+    short_block_size: int = 0
+    short_fraction: float = 0.0   # of max_updates
+    short_max_tokens: int = 0     # 0 = as many sequences per batch as max_tokens holds at block_size
     nsp: bool = True
     mask_prob: float = 0.15
     max_updates: int = 1_000_000
     valid_interval: int = 50_000  # updates per round: validation loss and a checkpoint after each
     valid_max_sequences: int = 0  # 0 = the whole valid split
 
+    def __post_init__(self):
+        super().__post_init__()
+        if bool(self.short_block_size) != bool(self.short_fraction):
+            raise ValueError("short_block_size and short_fraction are set together (both 0: one phase)")
+        if self.short_block_size and not (self.short_block_size < self.block_size and 0 < self.short_fraction < 1):
+            raise ValueError(f"short_block_size {self.short_block_size} must be below block_size {self.block_size} "
+                             f"and short_fraction {self.short_fraction} in (0, 1)")
+
+    def phases(self):
+        """(first update, block size, max_tokens) of each sequence-length phase, in order."""
+        if not self.short_block_size:
+            return [(0, self.block_size, self.max_tokens)]
+        short_tokens = self.short_max_tokens or self.max_tokens * self.short_block_size // self.block_size
+        return [(0, self.short_block_size, short_tokens),
+                (round(self.short_fraction * self.max_updates), self.block_size, self.max_tokens)]
+
     def model_config(self, vocab_size):
         return BertConfig(vocab_size=vocab_size, layers=self.layers, d_model=self.d_model, ffn_dim=self.ffn_dim,
                           heads=self.heads, dropout=self.dropout, attn_dropout=self.attn_dropout, init_std=self.init_std, norm=self.norm,
-                          max_positions=self.block_size, nsp=self.nsp)
+                          max_positions=self.block_size, nsp=self.nsp, ln_eps=self.ln_eps)
 
 
 def add_arguments(p):
@@ -105,6 +137,15 @@ def next_sentence_pair(data, doc, start, end, rng):
     return (start, cut, b_start, min(o_last, b_start + max(1, end - cut)), 0)
 
 
+@dataclass(frozen=True)
+class Phase:
+    """The training instances of one sequence length and their batches, used from update `start` on."""
+    start: int
+    block_size: int
+    rows: np.ndarray
+    batches: list
+
+
 class MaskedLMTask:
     """BERT's masked LM (+ next-sentence prediction when cfg.nsp) over a monolingual corpus."""
 
@@ -118,15 +159,18 @@ class MaskedLMTask:
         self.vocab_size, self.mask_id = len(vocab), vocab.index[MASK_SYMBOL]
         self.train = MonoData.load(train_file)
         self.valid = MonoData.load(valid_file)
-        rng = np.random.default_rng(cfg.seed)
-        self.train_rows = make_instances(self.train, cfg.block_size, cfg.nsp, rng)
-        self.valid_rows = make_instances(self.valid, cfg.block_size, cfg.nsp, np.random.default_rng(cfg.seed + 1))
+        rng = np.random.default_rng(cfg.seed)  # one stream, phase after phase
+        self.phases = [self.train_phase(start, block, max_tokens, rng) for start, block, max_tokens in cfg.phases()]
+        # our reading: validation keeps the first phase's length throughout, so Fig 5a is one curve
+        # across the switch; at block_size, the rounds before it would score positions never trained
+        _, valid_block, valid_tokens = cfg.phases()[0]
+        self.valid_rows = make_instances(self.valid, valid_block, cfg.nsp, np.random.default_rng(cfg.seed + 1))
         if cfg.valid_max_sequences:
             self.valid_rows = self.valid_rows[:cfg.valid_max_sequences]
-        self.batches = make_batches(self.lengths(self.train, self.train_rows), cfg.max_tokens, cfg.seed)
-        valid_batches = make_batches(self.lengths(self.valid, self.valid_rows), cfg.max_tokens, cfg.seed)
+        valid_batches = make_batches(self.lengths(self.valid, self.valid_rows, valid_block), valid_tokens, cfg.seed)
         # validation masks are fixed, so every round is scored on the same predictions
-        self.valid_masked = [self.masked(self.valid, self.valid_rows, b, ("valid", i)) for i, b in enumerate(valid_batches)]
+        self.valid_masked = [self.masked(self.valid, self.valid_rows, b, ("valid", i), valid_block)
+                             for i, b in enumerate(valid_batches)]
         self.rounds = math.ceil(cfg.max_updates / cfg.valid_interval)
         self.valid_columns = ("valid_loss", "valid_mlm_acc") + (("valid_nsp_acc",) if cfg.nsp else ())
         self._pending = {}
@@ -140,28 +184,39 @@ class MaskedLMTask:
     def updates_per_round(self, per_update):
         return self.cfg.valid_interval
 
+    def train_phase(self, start, block_size, max_tokens, rng):
+        rows = make_instances(self.train, block_size, self.cfg.nsp, rng)
+        batches = make_batches(self.lengths(self.train, rows, block_size), max_tokens, self.cfg.seed)
+        return Phase(start, block_size, rows, batches)
+
+    def phase_at(self, update):
+        """The index of the phase that trains update `update` (0-based)."""
+        return sum(update >= phase.start for phase in self.phases[1:])
+
     def round_batches(self, round, per_update):
-        """The round's slice of an endless stream of batches, reshuffled every epoch."""
-        n, per_round = len(self.batches), self.cfg.valid_interval * per_update
-        stream = range((round - 1) * per_round, round * per_round)
+        """The round's slice of the stream of (position, phase, batch): each phase is an endless
+        stream of its own batches, reshuffled every epoch, entered at the phase's first update."""
+        per_round = self.cfg.valid_interval * per_update
         orders = {}
         out = []
-        for pos in stream:
-            epoch = pos // n + 1
-            if epoch not in orders:
-                orders[epoch] = epoch_order(self.batches, self.cfg.seed, epoch)
-            out.append((pos, tuple(orders[epoch][pos % n])))
+        for pos in range((round - 1) * per_round, round * per_round):
+            p = self.phase_at(pos // per_update)
+            phase = self.phases[p]
+            epoch, i = divmod(pos - phase.start * per_update, len(phase.batches))
+            if (p, epoch) not in orders:
+                orders[p, epoch] = epoch_order(phase.batches, self.cfg.seed, epoch + 1)
+            out.append((pos, p, tuple(orders[p, epoch][i])))
         return out
 
-    def lengths(self, data, rows):
+    def lengths(self, data, rows, block_size):
         """Instance lengths with [CLS]/[SEP], as make_batches reads them."""
         off = data.sentence_offsets.numpy()
         a0, a1, b0, b1 = (rows[:, k] for k in range(4))
         framing = np.where(b1 > b0, 3, 2)
-        t = torch.from_numpy(np.minimum(self.cfg.block_size, off[a1] - off[a0] + off[b1] - off[b0] + framing))
+        t = torch.from_numpy(np.minimum(block_size, off[a1] - off[a0] + off[b1] - off[b0] + framing))
         return SimpleNamespace(src_lengths=t, tgt_lengths=t)
 
-    def masked(self, data, rows, indices, key):
+    def masked(self, data, rows, indices, key, block_size):
         """(inputs, segments, targets, is_next) of the instances `indices`, masked by key's stream."""
         pairs = []
         off = data.sentence_offsets
@@ -169,26 +224,21 @@ class MaskedLMTask:
             # a document's sentences lie one after another in the flat token buffer
             a = data.tokens[off[a0]:off[a1]].tolist()
             b = data.tokens[off[b0]:off[b1]].tolist()
-            pairs.append(self.instance(a, b, b1 > b0))
+            pairs.append(block_input(a, b, b1 > b0, block_size))
         tokens, segments = pad_batch(pairs)
         generator = torch.Generator().manual_seed(hash_key(self.cfg.seed, key))
         inputs, targets = mask_tokens(tokens, self.mask_id, generator, self.cfg.mask_prob)
         is_next = torch.as_tensor(rows[list(indices), 4], dtype=torch.long)
         return inputs, segments, targets, is_next
 
-    def instance(self, a, b, has_b):
-        block = self.cfg.block_size
-        if not has_b:
-            a = a[:block - 2]
-            return [CLS] + a + [SEP], [0] * (len(a) + 2)
-        return pair_input(a, b, block)  # the longer segment is cut first (Devlin et al.)
-
     def batch(self, item):
         """The masked batch of a stream item, kept from tokens() (which every worker calls for the
-        whole update) until loss() uses it."""
-        pos, indices = item
+        whole update) until loss() uses it. Masks are keyed by the position in the whole stream,
+        so the phases never share one."""
+        pos, p, indices = item
         if pos not in self._pending:
-            self._pending[pos] = self.masked(self.train, self.train_rows, indices, ("train", pos))
+            phase = self.phases[p]
+            self._pending[pos] = self.masked(self.train, phase.rows, indices, ("train", pos), phase.block_size)
         return self._pending[pos]
 
     def tokens(self, item):
@@ -222,6 +272,14 @@ class MaskedLMTask:
         if self.cfg.nsp:
             out["valid_nsp_acc"] = nsp_correct / nseq
         return out
+
+
+def block_input(a, b, has_b, block_size):
+    """[CLS] A [SEP] (B [SEP]) with segment ids, cut to block_size tokens."""
+    if not has_b:
+        a = a[:block_size - 2]
+        return [CLS] + a + [SEP], [0] * (len(a) + 2)
+    return pair_input(a, b, block_size)  # the longer segment is cut first (Devlin et al.)
 
 
 def hash_key(seed, key):

@@ -34,6 +34,7 @@ def check_bert_config():
         if s["max_updates"] % s["valid_interval"]:
             config_error(f"bert.runs.{run}: max_updates {s['max_updates']} is not a multiple of "
                          f"valid_interval {s['valid_interval']} (a round ends in a checkpoint)")
+        check_bert_phases(run, s)
     fig = b.get("fig5")
     if fig:
         for run in fig["runs"]:
@@ -46,6 +47,15 @@ def check_bert_config():
                 corpus, needs = config["glue"][task]["bert_corpus"], bert_run_settings(run)["corpus"]
                 if corpus != needs:  # the task's BPE and dictionary must be the run's
                     config_error(f"glue.{task}.bert_corpus: '{corpus}', but BERT run {run} is pre-trained on '{needs}'")
+
+
+def check_bert_phases(run, s):
+    """The short first phase (Devlin et al. A.2) needs both its keys and a length below block_size."""
+    short, fraction = s.get("short_block_size", 0), s.get("short_fraction", 0)
+    if bool(short) != bool(fraction):
+        config_error(f"bert.runs.{run}: short_block_size and short_fraction are set together (both 0: one phase)")
+    if short >= s.get("block_size", 512):  # 512: lnrepro.pretrain's default
+        config_error(f"bert.runs.{run}.short_block_size: {short} is not below block_size {s.get('block_size', 512)}")
 
 
 check_bert_config()
