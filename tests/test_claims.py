@@ -1,4 +1,5 @@
-"""Claims logic on small fabricated metrics and results tables: each kind's number and pass/fail."""
+"""Claims logic on small fabricated metrics and results tables: each kind's number and pass/fail,
+the paper's range beside ours, and the demo's ranges tied to the paper config's."""
 import json
 import math
 from argparse import Namespace
@@ -6,8 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from lnrepro import claims
+from workflow_helpers import ROOT, snakemake, workflow_copy
+
+DIVERGED = None  # a run that diverged in its first epoch: no value at all
+NAN = float("nan")
 
 
 def fake_run(root, run, valid_loss, bleu, diverged_at=None):
@@ -22,90 +28,208 @@ def fake_run(root, run, valid_loss, bleu, diverged_at=None):
         root / "eval" / run / "bleu.csv", index=False)
 
 
-@pytest.fixture
-def runs(tmp_path):
-    fake_run(tmp_path, "post_warm", [6.0, 5.0, 4.5, 4.2, 4.0], [5, 15, 25, 30, 33])
-    fake_run(tmp_path, "post_nowarm", [7.0, 6.8, 6.7, 6.6, 6.5], [1, 2, 4, 6, 8])
-    fake_run(tmp_path, "pre", [5.0, 4.4, 4.0, 3.9, 3.8], [15, 28, 32, 33, 34])
-    fake_run(tmp_path, "radam_pre", [5.1, 4.5, 4.1, 3.95, 3.85], [14, 27, 31, 33, 34])
-    fake_run(tmp_path, "radam_post", [5.5, 4.9, 4.6, 4.4, 4.3], [10, 20, 26, 29, 30])
-    fake_run(tmp_path, "diverged", [float("nan")], [], diverged_at=1)
-    return tmp_path
+def write_runs(root, runs):
+    for name, curves in runs.items():
+        if curves is DIVERGED:
+            fake_run(root, name, [NAN], [], diverged_at=1)
+        else:
+            fake_run(root, name, *curves)
 
 
-@pytest.mark.parametrize("spec, ours, result", [
-    # warm-up essential: BLEU 33 - 8
-    ({"kind": "gap", "metric": "bleu", "a": "post_warm", "b": "post_nowarm", "min": 10}, 25, "PASS"),
-    ({"kind": "gap", "metric": "bleu", "a": "post_warm", "b": "post_nowarm", "min": 30}, 25, "FAIL"),
-    # comparable: 34 - 33 within [-1, 2]
-    ({"kind": "gap", "metric": "bleu", "a": "pre", "b": "post_warm", "min": -1, "max": 2}, 1, "PASS"),
-    ({"kind": "gap", "metric": "valid_loss", "a": "pre", "b": "radam_pre", "abs": True, "max": 0.1}, 0.05, "PASS"),
-    ({"kind": "gap", "metric": "bleu", "a": "post_warm", "b": "post_nowarm", "at": "best", "min": 10}, 25, "PASS"),
-    # a run diverged before any checkpoint counts as BLEU 0, loss inf
-    ({"kind": "gap", "metric": "bleu", "a": "post_warm", "b": "diverged", "min": 30}, 33, "PASS"),
-    ({"kind": "gap", "metric": "valid_loss", "a": "diverged", "b": "post_warm", "min": 1}, math.inf, "PASS"),
-    # Pre-LN reaches Post-LN's final valid loss 4.0 at epoch 3 of 5
-    ({"kind": "sooner", "metric": "valid_loss", "a": "pre", "b": "post_warm", "max": 0.8}, 0.6, "PASS"),
-    ({"kind": "sooner", "metric": "bleu", "a": "pre", "b": "post_warm", "max": 0.5}, 0.8, "FAIL"),
-    ({"kind": "sooner", "metric": "valid_loss", "a": "post_nowarm", "b": "post_warm", "max": 1}, math.inf, "FAIL"),
-    # LN position (4.3 - 3.85 = 0.45) vs optimizer (|3.8 - 3.85| = 0.05)
-    ({"kind": "dominates", "metric": "valid_loss", "a": "radam_post", "b": "radam_pre", "c": "pre", "d": "radam_pre",
-      "min": 1}, 9.0, "PASS"),
-])
-def test_run_claims(runs, spec, ours, result):
-    table = claims.evaluate({"c": {"paper": "p", **spec}}, runs, {})
-    assert table.ours.iloc[0] == pytest.approx(ours)
-    assert table.result.iloc[0] == result
+def bleu(*values):
+    """A run whose BLEU per epoch is what the claim reads."""
+    return [5.0] * len(values), list(values)
 
 
-@pytest.fixture
-def fig3():
-    rows = [{"panel": "ab", "state": "init", "norm": norm, "matrix": "W2", "x": i, "mean": m}
-            for norm, f in (("post", lambda i: 0.1 * i), ("pre", lambda i: 0.5)) for i in range(1, 7) for m in [f(i)]]
-    rows += [{"panel": "ab", "state": "after_warmup", "norm": "post", "matrix": "W2", "x": i, "mean": 0.01} for i in range(1, 7)]
-    rows += [{"panel": "cd", "state": "init", "norm": "pre", "matrix": "W2", "x": L, "mean": 2 / math.sqrt(L)} for L in (4, 16)]
-    rows += [{"panel": "concentration", "state": "init", "norm": "post", "matrix": "", "x": eps, "mean": d}
-             for eps, d in ((0.1, 0.2), (0.3, 0.05))]
-    return pd.DataFrame(rows)
+def loss(*values):
+    """A run whose validation loss per epoch is what the claim reads."""
+    return list(values), [10.0] * len(values)
 
 
-@pytest.mark.parametrize("spec, ours", [
-    ({"select": {"panel": "ab", "norm": "post", "state": "init"}, "statistic": "last_over_first"}, 6.0),
-    ({"select": {"panel": "ab", "norm": "pre", "state": "init"}, "statistic": "max_over_min"}, 1.0),
-    ({"select": {"panel": "cd", "norm": "pre"}, "statistic": "fit_exponent"}, -0.5),
-    ({"select": {"panel": "concentration", "norm": "post", "x": 0.3}, "statistic": "value"}, 0.05),
-    ({"select": {"panel": "ab", "state": "after_warmup"}, "divide_by": {"panel": "ab", "state": "init", "norm": "post"},
-      "statistic": "mean"}, 0.01 / 0.35),
-])
-def test_table_claims(fig3, spec, ours):
-    table = claims.evaluate({"c": {"paper": "p", "kind": "table", "source": "fig3", **spec}}, ".", {"fig3": fig3})
-    assert table.ours.iloc[0] == pytest.approx(ours)
-    assert table.result.iloc[0] == "PASS" and table.tolerance.iloc[0] == "(reported only)"
+def fig3(**panels):
+    """A fig3-like table: each panel's values at x = 1, 2, ... in its `mean` column."""
+    return pd.DataFrame([{"panel": p, "x": x, "mean": v} for p, values in panels.items()
+                         for x, v in enumerate(values, start=1)])
 
 
-def test_table_claim_on_theory_checks_reads_measured():
-    checks = pd.DataFrame([{"check": "theorem1_pre", "quantity": "fitted_exponent", "measured": -0.48}])
-    spec = {"paper": "p", "kind": "table", "source": "theory", "statistic": "value", "min": -0.6, "max": -0.4,
+def theory(measured):
+    return pd.DataFrame([{"check": "theorem1_pre", "quantity": "fitted_exponent", "measured": measured}])
+
+
+GAP = {"kind": "gap", "metric": "bleu", "a": "warm", "b": "nowarm", "min": 10}
+GAP_LOSS = {"kind": "gap", "metric": "valid_loss", "a": "nowarm", "b": "warm", "min": 0.5}
+GAP_ABS = {"kind": "gap", "abs": True, "metric": "valid_loss", "a": "adam", "b": "radam", "max": 0.25}
+GAP_BEST = {**GAP, "at": "best"}
+TWO_SIDED = {"kind": "gap", "metric": "bleu", "a": "pre", "b": "post", "min": -1, "max": 2}
+SOONER = {"kind": "sooner", "metric": "valid_loss", "a": "pre", "b": "post", "max": 0.8}
+DOMINATES = {"kind": "dominates", "metric": "valid_loss", "a": "radam_post", "b": "radam_pre", "c": "adam_pre",
+             "d": "radam_pre", "min": 1}
+POST = loss(6.0, 5.0, 4.5, 4.25, 4.0)  # sooner's b: final 4.0 at epoch 5
+
+
+def stat(statistic, **bounds):
+    return {"kind": "table", "source": "fig3", "select": {"panel": "p"}, "statistic": statistic, **bounds}
+
+
+DIVIDED = {**stat("mean", max=0.5), "select": {"panel": "after"}, "divide_by": {"panel": "init"}}
+THEOREM1 = {"kind": "table", "source": "theory", "statistic": "value", "min": -0.6, "max": -0.4,
             "select": {"check": "theorem1_pre", "quantity": "fitted_exponent"}}
-    row = claims.evaluate({"t1": spec}, ".", {"theory": checks}).iloc[0]
-    assert (row.ours, row.result, row.tolerance) == (-0.48, "PASS", "in [-0.6, -0.4]")
+
+# (claim, its inputs, our number, verdict): every kind gets inputs that must pass and inputs that must fail
+CASES = [
+    pytest.param(GAP, {"runs": {"warm": bleu(20, 33), "nowarm": bleu(4, 8)}}, 25, "PASS", id="gap"),
+    pytest.param(GAP, {"runs": {"warm": bleu(10, 12), "nowarm": bleu(4, 8)}}, 4, "FAIL", id="gap-too-small"),
+    pytest.param(GAP, {"runs": {"warm": bleu(10, 18), "nowarm": bleu(4, 8)}}, 10, "PASS", id="gap-exactly-min"),
+    pytest.param(GAP, {"runs": {"warm": bleu(20, 33), "nowarm": DIVERGED}}, 33, "PASS", id="gap-b-diverged-is-bleu-0"),
+    pytest.param(GAP, {"runs": {"warm": DIVERGED, "nowarm": bleu(4, 8)}}, -8, "FAIL", id="gap-a-diverged-is-bleu-0"),
+    pytest.param(GAP_LOSS, {"runs": {"warm": loss(5, 4), "nowarm": DIVERGED}}, math.inf, "PASS",
+                 id="gap-diverged-loss-is-inf"),
+    pytest.param(GAP_LOSS, {"runs": {"warm": DIVERGED, "nowarm": DIVERGED}}, NAN, "FAIL", id="gap-inf-minus-inf-is-nan"),
+    pytest.param(GAP_ABS, {"runs": {"adam": loss(4, 3.75), "radam": loss(4, 3.875)}}, 0.125, "PASS", id="gap-abs"),
+    pytest.param(GAP_ABS, {"runs": {"adam": loss(4, 3.5), "radam": loss(4, 4)}}, 0.5, "FAIL",
+                 id="gap-abs-below-counts-as-above"),
+    pytest.param(GAP_BEST, {"runs": {"warm": bleu(20, 33, 30), "nowarm": bleu(4, 8, 6)}}, 25, "PASS", id="gap-at-best"),
+    pytest.param(GAP_BEST, {"runs": {"warm": bleu(12, 25), "nowarm": bleu(20, 8)}}, 5, "FAIL",
+                 id="gap-at-best-not-final"),
+    pytest.param(TWO_SIDED, {"runs": {"pre": bleu(34), "post": bleu(33)}}, 1, "PASS", id="two-sided"),
+    pytest.param(TWO_SIDED, {"runs": {"pre": bleu(35), "post": bleu(33)}}, 2, "PASS", id="two-sided-exactly-max"),
+    pytest.param(TWO_SIDED, {"runs": {"pre": bleu(36), "post": bleu(33)}}, 3, "FAIL", id="two-sided-above-max"),
+    pytest.param(TWO_SIDED, {"runs": {"pre": bleu(31), "post": bleu(33)}}, -2, "FAIL", id="two-sided-below-min"),
+    pytest.param(SOONER, {"runs": {"pre": loss(5, 4.5, 4, 3.9, 3.8), "post": POST}}, 0.6, "PASS", id="sooner"),
+    pytest.param(SOONER, {"runs": {"pre": loss(5, 4.5, 4.25, 4, 3.8), "post": POST}}, 0.8, "PASS",
+                 id="sooner-exactly-max"),
+    pytest.param(SOONER, {"runs": {"pre": loss(6, 5, 4.5, 4.2, 4), "post": POST}}, 1.0, "FAIL", id="sooner-not-sooner"),
+    pytest.param(SOONER, {"runs": {"pre": loss(6, 5, 4.5, 4.2, 4.1), "post": POST}}, math.inf, "FAIL",
+                 id="sooner-never-reaches"),
+    pytest.param(SOONER, {"runs": {"pre": DIVERGED, "post": POST}}, math.inf, "FAIL", id="sooner-a-diverged"),
+    pytest.param(SOONER, {"runs": {"pre": loss(5, 4), "post": DIVERGED}}, NAN, "FAIL", id="sooner-b-diverged-is-nan"),
+    pytest.param(DOMINATES, {"runs": {"radam_post": loss(4.5), "radam_pre": loss(4), "adam_pre": loss(3.75)}}, 2, "PASS",
+                 id="dominates"),
+    pytest.param(DOMINATES, {"runs": {"radam_post": loss(4.125), "radam_pre": loss(4), "adam_pre": loss(3.5)}}, 0.25,
+                 "FAIL", id="dominates-not"),
+    pytest.param(DOMINATES, {"runs": {"radam_post": DIVERGED, "radam_pre": loss(4), "adam_pre": loss(3.75)}}, math.inf,
+                 "PASS", id="dominates-diverged-post-ln"),
+    pytest.param(stat("value", max=0.125), {"fig3": fig3(p=[0.05])}, 0.05, "PASS", id="value"),
+    pytest.param(stat("value", max=0.125), {"fig3": fig3(p=[0.25])}, 0.25, "FAIL", id="value-above-max"),
+    pytest.param(stat("value", max=0.125), {"fig3": fig3(p=[NAN])}, NAN, "FAIL", id="value-nan"),
+    pytest.param(stat("value"), {"fig3": fig3(p=[NAN])}, NAN, "FAIL", id="value-nan-without-range"),
+    pytest.param(stat("mean", min=2), {"fig3": fig3(p=[1, 2, 3])}, 2, "PASS", id="mean-exactly-min"),
+    pytest.param(stat("mean", min=2), {"fig3": fig3(p=[1, 1, 1])}, 1, "FAIL", id="mean-below-min"),
+    pytest.param(stat("last_over_first", min=1.5), {"fig3": fig3(p=[1, 2, 3])}, 3, "PASS", id="last_over_first"),
+    pytest.param(stat("last_over_first", min=1.5), {"fig3": fig3(p=[1, 1, 1.25])}, 1.25, "FAIL",
+                 id="last_over_first-flat"),
+    pytest.param(stat("max_over_min", max=1.25), {"fig3": fig3(p=[1, 1.25, 1.125])}, 1.25, "PASS",
+                 id="max_over_min-exactly-max"),
+    pytest.param(stat("max_over_min", max=1.25), {"fig3": fig3(p=[1, 2, 1.5])}, 2, "FAIL", id="max_over_min-grows"),
+    pytest.param(stat("fit_exponent", max=-0.2), {"fig3": fig3(p=[1, 2 ** -0.5])}, -0.5, "PASS", id="fit_exponent"),
+    pytest.param(stat("fit_exponent", max=-0.2), {"fig3": fig3(p=[1, 1])}, 0, "FAIL", id="fit_exponent-flat"),
+    pytest.param(DIVIDED, {"fig3": fig3(after=[0.25, 0.25], init=[1, 1])}, 0.25, "PASS", id="divide_by"),
+    pytest.param(DIVIDED, {"fig3": fig3(after=[1, 1], init=[1, 1])}, 1, "FAIL", id="divide_by-no-drop"),
+    pytest.param(THEOREM1, {"theory": theory(-0.5)}, -0.5, "PASS", id="theory-value"),
+    pytest.param(THEOREM1, {"theory": theory(-0.25)}, -0.25, "FAIL", id="theory-value-outside"),
+    pytest.param(THEOREM1, {"theory": theory(NAN)}, NAN, "FAIL", id="theory-value-nan"),
+]
 
 
-def test_a_selection_with_no_rows_names_the_claim(fig3):
-    spec = {"paper": "p", "kind": "table", "source": "fig3", "statistic": "mean", "select": {"norm": "admin"}}
+@pytest.mark.parametrize("spec, inputs, ours, result", CASES)
+def test_each_kind_passes_and_fails(tmp_path, spec, inputs, ours, result):
+    write_runs(tmp_path, inputs.get("runs", {}))
+    tables = {name: table for name, table in inputs.items() if name != "runs"}
+    row = claims.evaluate({"c": {"paper": "p", **spec}}, tmp_path, tables).iloc[0]
+    assert row.ours == pytest.approx(ours, nan_ok=True)
+    assert row.result == result
+
+
+def test_every_kind_and_statistic_has_a_pass_and_a_fail_case():
+    seen = {}
+    for case in CASES:
+        spec, result = case.values[0], case.values[3]
+        seen.setdefault((spec["kind"], spec.get("statistic"), spec.get("abs"), spec.get("at")), set()).add(result)
+    kinds = {key[0] for key in seen} | {key[1] for key in seen if key[1]}
+    assert kinds == set(claims.KINDS) | {"value", "mean", "last_over_first", "max_over_min", "fit_exponent"}
+    assert all(results == {"PASS", "FAIL"} for results in seen.values()), seen
+
+
+@pytest.mark.parametrize("lo, hi, text", [(-0.6, -0.4, "in [-0.6, -0.4]"), (15, None, ">= 15"),
+                                          (None, 0.9, "<= 0.9"), (None, None, "none")])
+def test_range_text(lo, hi, text):
+    assert claims.range_text(lo, hi, "none") == text
+
+
+def test_a_selection_with_no_rows_names_the_claim():
+    spec = {"paper": "p", **stat("mean"), "select": {"panel": "admin"}}
     with pytest.raises(SystemExit, match="claims.broken"):
-        claims.evaluate({"broken": spec}, ".", {"fig3": fig3})
+        claims.evaluate({"broken": spec}, ".", {"fig3": fig3(p=[1])})
 
 
-def test_command_writes_csv_and_markdown_grouped_by_figure(runs, fig3, tmp_path):
-    fig3.to_csv(tmp_path / "fig3.csv", index=False)
-    spec = {"z_first": {"paper": "warm-up | essential", "paper_value": 25.5, "figure": "fig2", "kind": "gap",
-                        "metric": "bleu", "a": "post_warm", "b": "post_nowarm", "min": 30},
-            "a_second": {"paper": "grows", "figure": "fig3", "kind": "table", "source": "fig3", "statistic": "last_over_first",
-                         "select": {"panel": "ab", "norm": "post", "state": "init"}, "min": 2}}
-    claims.run(Namespace(spec=json.dumps(spec), runs_dir=str(runs), tables=[f"fig3={tmp_path / 'fig3.csv'}"],
+def run_command(tmp_path, spec):
+    """`lnrepro claims` on fabricated runs; the CSV and the markdown it writes."""
+    write_runs(tmp_path, {"warm": bleu(20, 33), "nowarm": bleu(4, 8)})
+    (tmp_path / "fig3.csv").write_text(fig3(p=[1, 2, 3]).to_csv(index=False))
+    claims.run(Namespace(spec=json.dumps(spec), runs_dir=str(tmp_path), tables=[f"fig3={tmp_path / 'fig3.csv'}"],
                          title="T", csv=str(tmp_path / "c.csv"), md=str(tmp_path / "c.md")))
-    table = pd.read_csv(tmp_path / "c.csv")
-    assert list(table.claim) == ["z_first", "a_second"] and list(table.result) == ["FAIL", "PASS"]  # fig2 before fig3
-    md = Path(tmp_path / "c.md").read_text()
-    assert "1 of 2 claims pass" in md and "warm-up \\| essential" in md and "**FAIL**" in md
+    return pd.read_csv(tmp_path / "c.csv", keep_default_na=False), Path(tmp_path / "c.md").read_text()
+
+
+WARMUP = {"paper": "warm-up | essential", "paper_value": 25.5, "figure": "fig2", **GAP, "min": 30}
+GROWS = {"paper": "grows", "figure": "fig3", **stat("last_over_first", min=2)}
+
+
+def test_command_writes_csv_and_markdown_grouped_by_figure(tmp_path):
+    scaled = {**WARMUP, "min": 5, "paper_range": [15, None], "scaled": "d=64 models: the gap is smaller"}
+    table, md = run_command(tmp_path, {"z_first": WARMUP, "a_second": GROWS, "y_scaled": scaled})
+    assert list(table.columns) == claims.COLUMNS
+    assert list(table.claim) == ["y_scaled", "z_first", "a_second"]  # fig2 before fig3, then by name
+    assert list(table.result) == ["PASS", "FAIL", "PASS"]
+    assert list(table.paper_range) == [">= 15", ">= 30", ">= 2"]  # without paper_range: the claim's own range
+    assert list(table.tolerance) == [">= 5", ">= 30", ">= 2"]
+    assert list(table.scaled) == ["d=64 models: the gap is smaller", "", ""]
+    assert "2 of 3 claims pass" in md and "warm-up \\| essential" in md and "**FAIL**" in md
+    assert "| " + " | ".join(claims.HEADERS) + " |" in md
+    assert "the rows marked scaled (1 of 3) use a range or setting other than the paper's" in md
+    assert "| y_scaled | fig2 | warm-up \\| essential | 25.5 | >= 15 | 25 | >= 5 | d=64 models: the gap is smaller |" in md
+
+
+def test_a_table_of_paper_ranges_says_so(tmp_path):
+    _, md = run_command(tmp_path, {"z_first": WARMUP})
+    assert "Our ranges are the paper's, as in config/config.yaml" in md and "0 of 1 claims pass" in md
+
+
+# ---- the demo's ranges against the paper config's ------------------------------------------------
+def config_claims(name):
+    return yaml.safe_load((ROOT / "config" / name).read_text())["claims"]
+
+
+DEMO, PAPER = config_claims("demo.yaml"), config_claims("config.yaml")
+SHARED = sorted(set(DEMO) & set(PAPER))
+MEASURED = ("kind", "metric", "a", "b", "c", "d", "abs", "at", "source", "select", "divide_by", "statistic", "x", "y")
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_demo_paper_range_is_the_paper_configs_range(name):
+    assert DEMO[name].get("paper_range") == claims.own_range(PAPER[name])
+
+
+@pytest.mark.parametrize("name", sorted(DEMO))
+def test_a_demo_claim_off_the_papers_range_or_setting_says_why(name):
+    spec = DEMO[name]
+    other_setting = name in PAPER and any(spec.get(k) != PAPER[name].get(k) for k in MEASURED)
+    if claims.paper_range(spec) != claims.own_range(spec) or other_setting:
+        assert spec.get("scaled", "").strip()
+
+
+def test_identities_of_layer_norm_are_no_claims():
+    """Lemma 3 holds for any input of F.layer_norm: a theory sanity check, not a claim on our code."""
+    for specs in (DEMO, PAPER):
+        assert not [n for n, s in specs.items() if s.get("select", {}).get("check") == "lemma3"]
+
+
+def test_a_range_off_the_paper_range_without_a_reason_is_a_config_error(tmp_path):
+    workflow_copy(tmp_path)
+    cfg = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    del cfg["claims"]["warmup_essential_adam_5e-4"]["scaled"]
+    (tmp_path / "edited.yaml").write_text(yaml.safe_dump(cfg))
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", "edited.yaml", check=False)
+    assert proc.returncode != 0
+    assert "claims.warmup_essential_adam_5e-4: its range [min, max]" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()

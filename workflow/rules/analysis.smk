@@ -23,6 +23,10 @@ def check_analysis_config():
     for name, claim in config.get("claims", {}).items():
         if claim["kind"] == "table" and claim["source"] not in CLAIM_SOURCES:
             config_error(f"claims.{name}.source: '{claim['source']}' is not one of {sorted(CLAIM_SOURCES)}")
+        own = [claim.get("min"), claim.get("max")]
+        if claim.get("paper_range", own) != own and not claim.get("scaled"):  # claims.md marks it as scaled
+            config_error(f"claims.{name}: its range [min, max] = {own} differs from its paper_range "
+                         f"{claim['paper_range']}; say why in `scaled`")
 
 
 check_analysis_config()

@@ -1,5 +1,6 @@
 # The claims table: every claim of the config's `claims:` whose inputs are configured, our number
-# against the paper's and the accepted range. Editing a tolerance reruns only this job.
+# against the paper's, the paper's range and ours (a range other than the paper's must say why in
+# `scaled`: analysis.smk checks it before any job). Editing a tolerance reruns only this job.
 rule check_claims:
     input:
         claims_inputs,
