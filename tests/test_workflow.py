@@ -77,6 +77,10 @@ def planned_jobs(dry_run_output):
      "admin.layer_dependency.fig8.runs[0]"),
     (lambda c: c["admin"]["layer_dependency"]["fig7"]["runs"].append("no_such_run"), "admin.layer_dependency.fig7.runs"),
     (lambda c: c["admin"]["gradients"].update(run="no_such_run"), "admin.gradients.run"),
+    # a paper's tokens per update must map to whole batches on the run's processes
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(update_tokens=1000), "runs.adam_5e-4_nowarm.update_tokens: 1000"),
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(update_tokens=1800, update_freq=2), "not both"),
+    (lambda c: c["corpora"]["ende"].update(clean_after_bpe=True, decode={"split": "valid"}), "corpora.ende.decode.split"),
 ])
 def test_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
     workflow_copy(tmp_path)
@@ -137,6 +141,20 @@ def test_paper_config_validates_against_the_schema():
     from snakemake.utils import validate
     validate(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()),
              str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+
+
+@pytest.mark.parametrize("gpus, update_freq", [(1, 16), (4, 4), (16, 1)])
+def test_paper_batch_maps_to_the_runs_gpus(tmp_path, gpus, update_freq):
+    """Xiong et al.'s WMT batch, 8192 tokens x 16 GPUs, is the same on any GPU count."""
+    workflow_copy(tmp_path)
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    run = "wmt_postln_7e-4_warm4000"
+    cfg["runs"][run]["gpus"] = gpus
+    proc = snakemake(tmp_path, f"results/train/{run}/metrics.csv", "-n", "-p", "--cores", "1",
+                     "--configfile", write_config(tmp_path, cfg))
+    command = next(line for line in proc.stdout.splitlines() if "lnrepro train" in line)
+    assert "--max-tokens 8192 " in command and f"--update-freq {update_freq} " in command
+    assert "--update-tokens" not in command
 
 
 # ---- the demo end to end ------------------------------------------------------------------------

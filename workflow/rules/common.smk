@@ -116,6 +116,10 @@ def check_config():
             config_error(f"corpora.{name}: source 'local' needs 'files' (train and test, src and tgt paths)")
         if c.get("valid_set") and c["source"] != "wmt14":
             config_error(f"corpora.{name}.valid_set: only for source 'wmt14' (a local corpus lists files.valid)")
+        if c.get("clean_after_bpe") and c.get("decode", {}).get("split") == "valid":
+            # the references are the text before BPE; cleaning after BPE drops pairs from valid.pt only
+            config_error(f"corpora.{name}.decode.split: 'valid' is not scored on a clean_after_bpe corpus (its "
+                         f"valid pairs are cleaned after BPE, so they no longer match the reference text): use 'test'")
         for a in c.get("archives", []):
             if not archive_name(a).endswith(ARCHIVE_SUFFIXES):
                 config_error(f"corpora.{name}.archives: '{archive_name(a)}' ({a['url']}) is not one of "
