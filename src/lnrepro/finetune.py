@@ -30,7 +30,7 @@ from .mono_data import PairData
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 SUMMARY_COLUMNS = ["round", "updates", "task", "batch", "lr", "epochs", "seeds", "mean_acc", "std_acc", "ci95",
-                   "diverged"]
+                   "diverged", "max_updates"]
 
 
 def add_arguments(p):
@@ -43,6 +43,8 @@ def add_arguments(p):
     p.add_argument("--seeds", type=int, default=6)
     p.add_argument("--max-len", type=int, default=128)
     p.add_argument("--warmup-fraction", type=float, default=0.1)
+    p.add_argument("--max-updates", type=int, default=0,
+                   help="the config's training_cap: stop each fine-tuning after N updates of its schedule (0: none)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--out", required=True, help="CSV of every fine-tuning; the summary goes beside it")
@@ -63,8 +65,9 @@ def encode(data: PairData, max_len):
     return [pair_input(a.tolist(), b.tolist(), max_len) for a, b, _ in (data.pair(i) for i in range(len(data)))]
 
 
-def finetune_once(checkpoint, train, dev, batch, lr, epochs, seed, warmup_fraction, device):
-    """Dev accuracy after fine-tuning `checkpoint` with one setting and seed."""
+def finetune_once(checkpoint, train, dev, batch, lr, epochs, seed, warmup_fraction, device, max_updates=0):
+    """Dev accuracy after fine-tuning `checkpoint` with one setting and seed; a cap (max_updates)
+    stops it early, on the uncapped schedule."""
     torch.manual_seed(seed)
     model = BertClassifier(load_bert(checkpoint, device)).to(device)
     inputs, labels = train
@@ -81,6 +84,8 @@ def finetune_once(checkpoint, train, dev, batch, lr, epochs, seed, warmup_fracti
     for _ in range(epochs):
         order = rng.permutation(len(inputs))
         for start in range(0, len(inputs), batch):
+            if max_updates and schedule.last_epoch >= max_updates:
+                return accuracy(model, dev, device)
             idx = order[start:start + batch]
             tokens, segments = pad_batch([inputs[i] for i in idx])
             loss = F.cross_entropy(model(tokens.to(device), segments.to(device)), labels[idx].to(device))
@@ -141,17 +146,19 @@ def run(args):
         pairs = PairData.load(Path(args.data) / f"{split}.pt")
         data[split] = (encode(pairs, max_len), pairs.labels.clone())
     rows = []
+    if args.max_updates:
+        log(f"CAPPED (training_cap): each fine-tuning stops after {args.max_updates} update(s); a smoke test, not a result")
     for batch, lr, epochs in itertools.product(args.batch, args.lr, args.epochs):
         for seed in range(1, args.seeds + 1):
             t0 = time.time()
             acc = finetune_once(checkpoint, data["train"], data["dev"], batch, lr, epochs, seed,
-                                args.warmup_fraction, torch.device(args.device))
+                                args.warmup_fraction, torch.device(args.device), args.max_updates)
             rows.append({"round": round_, "task": args.task, "batch": batch, "lr": lr, "epochs": epochs,
                          "seed": seed, "dev_acc": acc})
             log(f"round {round_} | {args.task} | batch {batch} lr {lr:g} epochs {epochs} seed {seed} | "
                 f"dev acc {acc:.4f} | {time.time() - t0:.1f}s")
     write_rows(out, rows, list(rows[0]))
-    best = summarize(rows, args.task, round_, updates)
+    best = {**summarize(rows, args.task, round_, updates), "max_updates": args.max_updates}
     write_rows(summary_path, [best], SUMMARY_COLUMNS)
     log(f"round {round_} ({updates} updates) | {args.task}: {best['mean_acc']:.4f} +- {best['ci95']:.4f} "
         f"(batch {best['batch']}, lr {best['lr']:g}, {best['epochs']} epochs)")

@@ -39,6 +39,7 @@ OPTIMIZERS = ("adam", "sgd", "radam")
 CHECKPOINT_FORMAT = 3
 # settings that do not change the result: a run resumes across them
 UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
+CAP_KEYS = ("max_rounds", "max_round_updates")
 LN2 = math.log(2)
 
 
@@ -73,6 +74,10 @@ class LoopConfig:
     threads: int = 0           # torch intra-op threads on CPU; 0 = torch's default
     log_interval: float = 10.0  # seconds between progress lines
     tensorboard: bool = False  # also log per-round scalars to OUT/tensorboard
+    # the config's training_cap (a smoke test of a configuration, never a result): at most this
+    # many rounds, of at most this many updates each; 0 = no cap
+    max_rounds: int = 0
+    max_round_updates: int = 0
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -87,13 +92,24 @@ class LoopConfig:
         """What decides the result."""
         return result_settings(self.as_dict())
 
+    def capped(self):
+        return bool(self.max_rounds or self.max_round_updates)
+
+    def capped_rounds(self, rounds):
+        return min(rounds, self.max_rounds) if self.max_rounds else rounds
+
+    def capped_round_updates(self, updates):
+        return min(updates, self.max_round_updates) if self.max_round_updates else updates
+
     def fingerprint(self):
         """The settings' digest; a checkpoint from another fingerprint is never resumed."""
         return hashlib.sha256(json.dumps(self.settings(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def result_settings(config_dict):
-    return {k: v for k, v in config_dict.items() if k not in UNFINGERPRINTED}
+    """Uncapped runs leave the cap out, so their fingerprints are those of the versions before it."""
+    return {k: v for k, v in config_dict.items()
+            if k not in UNFINGERPRINTED and not (k in CAP_KEYS and not v)}
 
 
 def add_config_arguments(p, config_class):
@@ -166,7 +182,7 @@ def write_csv(rows, path, columns):
 
 def metric_columns(valid_columns):
     return (["epoch", "updates", "train_loss", "train_nll", *valid_columns, "lr", "grad_norm", "tokens_per_s",
-             "wall_s", "diverged", "checkpoint"])
+             "wall_s", "diverged", "capped", "checkpoint"])
 
 
 def data_files(data_dir):
@@ -276,7 +292,7 @@ class Distributed:
 
 
 def fit(cfg: LoopConfig, task, out_dir):
-    """Train task's model for task.rounds rounds. The task provides:
+    """Train task's model for task.rounds rounds (fewer and shorter with cfg's cap). The task provides:
     vocab_size, rounds, valid_columns, build_model(), updates_per_round(per_update),
     round_batches(round, per_update) (per_update batches for each update, in order),
     tokens(batch) (the loss's denominator), loss(model, batch, device) -> (loss sum, nll sum)
@@ -290,9 +306,12 @@ def fit(cfg: LoopConfig, task, out_dir):
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     columns = metric_columns(task.valid_columns)
     per_update = cfg.update_freq * env.world  # batches summed into one update, over all workers
-    updates_per_round = task.updates_per_round(per_update)
+    # a capped round is the first updates of the real one; a schedule over the whole run (linear
+    # decay) ends at the capped run's last update
+    rounds = cfg.capped_rounds(task.rounds)
+    updates_per_round = cfg.capped_round_updates(task.updates_per_round(per_update))
     schedule = Schedule(cfg.schedule, cfg.lr, cfg.warmup, cfg.warmup_init_lr, cfg.decay_epoch, cfg.decay_factor,
-                        task.rounds * updates_per_round, cfg.end_lr)
+                        rounds * updates_per_round, cfg.end_lr)
 
     torch.manual_seed(cfg.seed)
     model = task.build_model().to(device)
@@ -316,7 +335,10 @@ def fit(cfg: LoopConfig, task, out_dir):
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
 
     log(f"{sum(p.numel() for p in model.parameters()):,} parameters, vocab {task.vocab_size}, "
-        f"{updates_per_round} updates/round, {task.rounds} rounds, device {device}, {env.world} worker(s)")
+        f"{updates_per_round} updates/round, {rounds} rounds, device {device}, {env.world} worker(s)")
+    if cfg.capped():
+        log(f"CAPPED (training_cap): {rounds} of {task.rounds} rounds, {updates_per_round} of "
+            f"{task.updates_per_round(per_update)} updates each; a smoke test, not a result")
     explode_at = cfg.divergence_factor * math.log2(task.vocab_size)
     # workers must all-reduce at the same updates, so with several the progress interval is in updates
     every = max(1, updates_per_round // 10)
@@ -326,7 +348,7 @@ def fit(cfg: LoopConfig, task, out_dir):
             return True
         return (u + 1) % every == 0 if env.world > 1 else time.time() - last_log >= cfg.log_interval
 
-    for epoch in range(start_epoch, task.rounds + 1):
+    for epoch in range(start_epoch, rounds + 1):
         torch.manual_seed(dropout_seed(cfg.seed, epoch, env.rank))
         model.train()
         t0 = last_log = time.time()
@@ -372,7 +394,7 @@ def fit(cfg: LoopConfig, task, out_dir):
         row = {"epoch": epoch, "updates": updates, "train_loss": env.total(loss_sum).item() / ntok / LN2,
                "train_nll": env.total(nll_sum).item() / ntok / LN2, "lr": lr,
                "grad_norm": gnorm_sum.item() / round_updates, "tokens_per_s": ntok / wall, "wall_s": wall,
-               "diverged": int(diverged)}
+               "diverged": int(diverged), "capped": int(cfg.capped())}
         if diverged:
             log(f"epoch {epoch}: DIVERGED (train loss {row['train_loss']}); recording the curve so far")
             rows.append({**row, **{c: float("nan") for c in task.valid_columns}, "checkpoint": ""})

@@ -19,7 +19,8 @@ updates is the end of round 18 of 50k). Each phase has its own instances of the 
 and its own batch stream, entered at its first update; an update's batches and masks depend on
 its number only, so a resumed run replays them on either side of the switch. Our reading: one
 optimizer and lr schedule run across the switch (Devlin et al. state one schedule for the 1M
-steps), and validation uses the short length throughout (see MaskedLMTask).
+steps), and validation uses the short length throughout (see MaskedLMTask). A capped run
+(training_cap: fewer, shorter rounds) switches at the same fraction of its own updates.
 """
 import hashlib
 import math
@@ -71,13 +72,22 @@ class PretrainConfig(LoopConfig):
             raise ValueError(f"short_block_size {self.short_block_size} must be below block_size {self.block_size} "
                              f"and short_fraction {self.short_fraction} in (0, 1)")
 
+    def round_updates(self):
+        return self.capped_round_updates(self.valid_interval)
+
+    def total_updates(self):
+        """max_updates, or what the cap leaves of it: the phases split this total."""
+        if not self.capped():
+            return self.max_updates
+        return self.capped_rounds(math.ceil(self.max_updates / self.valid_interval)) * self.round_updates()
+
     def phases(self):
         """(first update, block size, max_tokens) of each sequence-length phase, in order."""
         if not self.short_block_size:
             return [(0, self.block_size, self.max_tokens)]
         short_tokens = self.short_max_tokens or self.max_tokens * self.short_block_size // self.block_size
         return [(0, self.short_block_size, short_tokens),
-                (round(self.short_fraction * self.max_updates), self.block_size, self.max_tokens)]
+                (round(self.short_fraction * self.total_updates()), self.block_size, self.max_tokens)]
 
     def model_config(self, vocab_size):
         return BertConfig(vocab_size=vocab_size, layers=self.layers, d_model=self.d_model, ffn_dim=self.ffn_dim,
@@ -196,7 +206,7 @@ class MaskedLMTask:
     def round_batches(self, round, per_update):
         """The round's slice of the stream of (position, phase, batch): each phase is an endless
         stream of its own batches, reshuffled every epoch, entered at the phase's first update."""
-        per_round = self.cfg.valid_interval * per_update
+        per_round = self.cfg.round_updates() * per_update
         orders = {}
         out = []
         for pos in range((round - 1) * per_round, round * per_round):

@@ -92,6 +92,11 @@ def checkpoint_after(metrics_csv, updates):
                 raise SystemExit(f"{metrics_csv}: epoch {r['epoch']} ended warm-up ({updates} updates) "
                                  "but the run diverged there: no checkpoint")
             return Path(metrics_csv).parent / r["checkpoint"], int(r["epoch"])
+    done = [r for r in rows if r["checkpoint"]]
+    if done and done[-1].get("capped") == "1":  # training_cap: the run stopped long before its warm-up
+        print(f"{metrics_csv}: a capped run (training_cap) ended before warm-up ({updates} updates): "
+              f"its last checkpoint instead", file=sys.stderr)
+        return Path(metrics_csv).parent / done[-1]["checkpoint"], int(done[-1]["epoch"])
     raise SystemExit(f"{metrics_csv}: the run ended after {rows[-1]['updates'] if rows else 0} updates, "
                      f"before warm-up ended ({updates})")
 

@@ -80,12 +80,15 @@ def pretrain_flags(wildcards):
     s = bert_run_settings(wildcards.run)
     flags = cli_flags({k: v for k, v in s.items() if k not in BERT_RUN_ONLY_KEYS + LAUNCH_KEYS})
     layout = {k: v for k, v in s.items() if k in LAUNCH_KEYS and v != 1}
-    return f"{flags} {cli_flags(layout)}" if layout else flags
+    flags = f"{flags} {cli_flags(layout)}" if layout else flags
+    return flags + cap_flags(training_cap().get("bert_rounds", 0), training_cap().get("bert_round_updates", 0))
 
 
 def bert_rounds(run):
+    """The rounds that end in a checkpoint (training_cap.bert_rounds: the first ones only)."""
     s = bert_run_settings(run)
-    return range(1, s["max_updates"] // s["valid_interval"] + 1)
+    rounds = s["max_updates"] // s["valid_interval"]
+    return range(1, min(rounds, training_cap().get("bert_rounds") or rounds) + 1)
 
 
 # ---- fine-tuning: one job per run, task and round; its checkpoint is the round's ----
@@ -98,8 +101,9 @@ def finetune_inputs(wildcards):
 def finetune_flags(wildcards):
     f = bert_section()["finetune"]
     grid = " ".join(f"--{key} {' '.join(str(v) for v in f[key])}" for key in ("batch", "lr", "epochs"))
+    cap = training_cap().get("finetune_updates")
     return (f"{grid} --seeds {f['seeds']} --max-len {f['max_len']} --warmup-fraction {f.get('warmup_fraction', 0.1)}"
-            f" --device {bert_run_settings(wildcards.run).get('device', 'auto')}")
+            f" --device {bert_run_settings(wildcards.run).get('device', 'auto')}" + (f" --max-updates {cap}" if cap else ""))
 
 
 def finetuned_rounds(run):

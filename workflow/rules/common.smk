@@ -240,7 +240,34 @@ def train_flags(wildcards):
     # the process count changes every update's batch; 1 (the default) adds no flag
     layout = {k: v for k, v in run_settings(wildcards.run).items() if k in LAUNCH_KEYS and v != 1}
     flags = f"{flags} {cli_flags(layout)}" if layout else flags
-    return flags + (f" --admin-omega {omega_file(wildcards.run)}" if uses_admin(wildcards.run) else "")
+    flags += f" --admin-omega {omega_file(wildcards.run)}" if uses_admin(wildcards.run) else ""
+    return flags + train_cap_flags(wildcards.run)
+
+
+# ---- training_cap: a smoke test of a whole configuration (tests/test_paper_config.py) ----
+# It reaches the trainers as flags of their own, so a capped run records the cap (log, metrics'
+# `capped` column, checkpoint fingerprint) and is never resumed by, or mistaken for, a real one.
+STEP_SCHEDULES = ("step", "step_inverse_sqrt")
+
+
+def training_cap():
+    return config.get("training_cap", {})
+
+
+def cap_flags(rounds, round_updates):
+    """The trainer's cap flags; none where the config caps nothing, so real runs' params stay."""
+    cap = {k: v for k, v in (("max_rounds", rounds), ("max_round_updates", round_updates)) if v}
+    return f" {cli_flags(cap)}" if cap else ""
+
+
+def train_cap_flags(run):
+    """At most `epochs` epochs of at most `epoch_updates` updates; a run whose lr steps down at
+    decay_epoch trains up to that epoch, so the decay is exercised too."""
+    cap, s = training_cap(), run_settings(run)
+    epochs = cap.get("epochs", 0)
+    if epochs and s.get("schedule") in STEP_SCHEDULES:
+        epochs = max(epochs, s.get("decay_epoch", 0))
+    return cap_flags(epochs, cap.get("epoch_updates", 0))
 
 
 DECODE_DEFAULTS = {"split": "test", "beam": 5, "lenpen": 1.0, "max_len_a": 0, "max_len_b": 200, "batch_sentences": 128}
