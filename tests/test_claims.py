@@ -52,6 +52,11 @@ def fig3(**panels):
                          for x, v in enumerate(values, start=1)])
 
 
+def grid(*statuses):
+    """A liu_fig10-like table: one norm's cells and their outcome."""
+    return pd.DataFrame([{"norm": "admin", "lr": i, "status": status} for i, status in enumerate(statuses)])
+
+
 def theory(measured):
     return pd.DataFrame([{"check": "theorem1_pre", "quantity": "fitted_exponent", "measured": measured}])
 
@@ -72,6 +77,9 @@ def stat(statistic, **bounds):
 
 
 DIVIDED = {**stat("mean", max=0.5), "select": {"panel": "after"}, "divide_by": {"panel": "init"}}
+MINUS = {**stat("mean", min=0), "select": {"panel": "pre"}, "minus": {"panel": "post"}}  # Fig 5(b,c)
+CONVERGED = {"kind": "table", "source": "liu_fig10", "select": {"norm": "admin"}, "y": "status",
+             "equals": "converged", "statistic": "mean", "min": 1}  # Liu Fig 10: share of converged cells
 THEOREM1 = {"kind": "table", "source": "theory", "statistic": "value", "min": -0.6, "max": -0.4,
             "select": {"check": "theorem1_pre", "quantity": "fitted_exponent"}}
 
@@ -125,6 +133,15 @@ CASES = [
     pytest.param(stat("fit_exponent", max=-0.2), {"fig3": fig3(p=[1, 1])}, 0, "FAIL", id="fit_exponent-flat"),
     pytest.param(DIVIDED, {"fig3": fig3(after=[0.25, 0.25], init=[1, 1])}, 0.25, "PASS", id="divide_by"),
     pytest.param(DIVIDED, {"fig3": fig3(after=[1, 1], init=[1, 1])}, 1, "FAIL", id="divide_by-no-drop"),
+    pytest.param(stat("min", min=0), {"fig3": fig3(p=[0, 1])}, 0, "PASS", id="min-exactly-min"),
+    pytest.param(stat("min", min=0), {"fig3": fig3(p=[1, -0.5])}, -0.5, "FAIL", id="min-below"),
+    pytest.param(stat("max", max=1), {"fig3": fig3(p=[0, 1])}, 1, "PASS", id="max-exactly-max"),
+    pytest.param(stat("max", max=1), {"fig3": fig3(p=[2, 0])}, 2, "FAIL", id="max-above"),
+    pytest.param(MINUS, {"fig3": fig3(pre=[0.75, 0.75], post=[0.5, 0.75])}, 0.125, "PASS", id="minus"),
+    pytest.param(MINUS, {"fig3": fig3(pre=[0.5, 0.75], post=[0.75, 0.75])}, -0.125, "FAIL", id="minus-below"),
+    pytest.param(CONVERGED, {"liu_fig10": grid("converged", "converged")}, 1, "PASS", id="equals-all"),
+    pytest.param(CONVERGED, {"liu_fig10": grid("converged", "not converged", "diverged", "converged")}, 0.5,
+                 "FAIL", id="equals-some"),
     pytest.param(THEOREM1, {"theory": theory(-0.5)}, -0.5, "PASS", id="theory-value"),
     pytest.param(THEOREM1, {"theory": theory(-0.25)}, -0.25, "FAIL", id="theory-value-outside"),
     pytest.param(THEOREM1, {"theory": theory(NAN)}, NAN, "FAIL", id="theory-value-nan"),
@@ -144,9 +161,12 @@ def test_every_kind_and_statistic_has_a_pass_and_a_fail_case():
     seen = {}
     for case in CASES:
         spec, result = case.values[0], case.values[3]
-        seen.setdefault((spec["kind"], spec.get("statistic"), spec.get("abs"), spec.get("at")), set()).add(result)
+        key = (spec["kind"], spec.get("statistic"), spec.get("abs"), spec.get("at"), "minus" in spec, "equals" in spec)
+        seen.setdefault(key, set()).add(result)
     kinds = {key[0] for key in seen} | {key[1] for key in seen if key[1]}
-    assert kinds == set(claims.KINDS) | {"value", "mean", "last_over_first", "max_over_min", "fit_exponent"}
+    assert kinds == set(claims.KINDS) | {"value", "mean", "min", "max", "last_over_first", "max_over_min",
+                                         "fit_exponent"}
+    assert {key[4] for key in seen} == {key[5] for key in seen} == {True, False}
     assert all(results == {"PASS", "FAIL"} for results in seen.values()), seen
 
 
@@ -154,6 +174,11 @@ def test_every_kind_and_statistic_has_a_pass_and_a_fail_case():
                                           (None, 0.9, "<= 0.9"), (None, None, "none")])
 def test_range_text(lo, hi, text):
     assert claims.range_text(lo, hi, "none") == text
+
+
+def test_curves_that_do_not_pair_up_name_the_claim():
+    with pytest.raises(SystemExit, match="claims.unpaired: minus: the rows are not paired"):
+        claims.evaluate({"unpaired": {"paper": "p", **MINUS}}, ".", {"fig3": fig3(pre=[1, 2, 3], post=[1, 2])})
 
 
 def test_a_selection_with_no_rows_names_the_claim():

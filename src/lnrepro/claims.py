@@ -107,6 +107,10 @@ def statistic(rows, name, x, y):
         return float(values[0])
     if name == "mean":
         return float(values.mean())
+    if name == "min":
+        return float(values.min())
+    if name == "max":
+        return float(values.max())
     if name == "last_over_first":
         return float(values[-1] / values[0])
     if name == "max_over_min":
@@ -116,19 +120,38 @@ def statistic(rows, name, x, y):
     raise ValueError(f"unknown statistic {name!r}")
 
 
+def selected(table, where, spec, y, key="select"):
+    """The rows a claim reads, its y as numbers: with `equals`, 1 where y equals that label, else 0
+    (so `mean` is the share of rows with that label: the converged cells of a grid, say)."""
+    rows = select(table, where)
+    if rows.empty:
+        raise ValueError(f"no rows of {spec['source']} match {key} {where}")
+    if "equals" in spec:
+        return rows.assign(**{y: (rows[y].astype(str) == str(spec["equals"])).astype(float)})
+    return rows
+
+
+def paired_difference(rows, other, x, y):
+    """y of rows minus y of other at the same x (two curves compared point by point)."""
+    both = rows.merge(other[[x, y]], on=x, suffixes=("", "_minus"))
+    if not len(both) == len(rows) == len(other):
+        raise ValueError(f"minus: the rows are not paired one to one on {x} ({len(rows)} vs {len(other)} rows, "
+                         f"{len(both)} shared)")
+    return both.assign(**{y: both[y] - both[f"{y}_minus"]})
+
+
 def table_claim(spec, runs_dir, tables):
     table = tables[spec["source"]]
     x, y, stat = spec.get("x", "x"), spec.get("y", "mean" if "mean" in table else "measured"), spec["statistic"]
-    rows = select(table, spec.get("select", {}))
-    if rows.empty:
-        raise ValueError(f"no rows of {spec['source']} match {spec.get('select')}")
+    rows = selected(table, spec.get("select", {}), spec, y)
+    what = f"({y} == {spec['equals']})" if "equals" in spec else y
+    detail = f"{stat} of {what} over {len(rows)} rows of {spec['source']}"
+    if spec.get("minus"):
+        rows = paired_difference(rows, selected(table, spec["minus"], spec, y, "minus"), x, y)
+        detail += f" minus the rows {spec['minus']}, paired on {x}"
     value = statistic(rows, stat, x, y)
-    detail = f"{stat} of {y} over {len(rows)} rows of {spec['source']}"
     if spec.get("divide_by"):
-        other = select(table, spec["divide_by"])
-        if other.empty:
-            raise ValueError(f"no rows of {spec['source']} match divide_by {spec['divide_by']}")
-        denominator = statistic(other, stat, x, y)
+        denominator = statistic(selected(table, spec["divide_by"], spec, y, "divide_by"), stat, x, y)
         detail += f": {value:.3g} / {denominator:.3g}"
         value /= denominator
     return value, detail

@@ -5,8 +5,10 @@ PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dro
 BATCH_KEYS = ("max_tokens", "label_smoothing", "device")  # what a checkpoint's probe takes from its run
 THEORY_KEYS = ("d_model", "layers", "seeds", "sequences", "positions", "vocab_size", "device")
 CLAIM_SOURCES = {  # table claims read these results tables; each exists when its config section does
-    "fig3": ("gradient_probe", "results/figures/fig3.csv"),
-    "theory": ("theory", "results/figures/theory_checks.csv"),
+    "fig3": (("gradient_probe",), "results/figures/fig3.csv"),
+    "theory": (("theory",), "results/figures/theory_checks.csv"),
+    "fig5": (("bert", "fig5"), "results/figures/fig5.csv"),
+    "liu_fig10": (("admin", "lr_grid"), "results/figures/liu_fig10.csv"),
 }
 CLAIM_RUN_KEYS = ("a", "b", "c", "d")
 
@@ -122,7 +124,10 @@ def claim_runs(claim):
 
 def claim_is_applicable(claim):
     if claim["kind"] == "table":
-        return bool(config.get(CLAIM_SOURCES[claim["source"]][0]))
+        section = config
+        for key in CLAIM_SOURCES[claim["source"]][0]:
+            section = section.get(key) or {}
+        return bool(section)
     return all(run in config["runs"] or run in bert_runs() for run in claim_runs(claim))
 
 
