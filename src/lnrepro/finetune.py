@@ -10,6 +10,7 @@ Writes OUT (every fine-tuning: one row per grid point and seed) and OUT with ``.
 (the chosen grid point's mean and interval). A checkpoint that does not exist because its
 pre-training diverged earlier gives a summary row marked diverged.
 """
+import copy
 import csv
 import itertools
 import math
@@ -65,11 +66,29 @@ def encode(data: PairData, max_len):
     return [pair_input(a.tolist(), b.tolist(), max_len) for a, b, _ in (data.pair(i) for i in range(len(data)))]
 
 
-def finetune_once(checkpoint, train, dev, batch, lr, epochs, seed, warmup_fraction, device, max_updates=0):
-    """Dev accuracy after fine-tuning `checkpoint` with one setting and seed; a cap (max_updates)
-    stops it early, on the uncapped schedule."""
-    torch.manual_seed(seed)
-    model = BertClassifier(load_bert(checkpoint, device)).to(device)
+class Pretrained:
+    """A pre-training checkpoint, read and built once per seed instead of once per fine-tuning (the
+    grid fine-tunes it 360 times; building BERT-base draws ~110M random numbers the checkpoint then
+    overwrites). build(seed) returns a copy and leaves the generator where a fresh build from that
+    seed would, so the classifier's initialization and every result are unchanged."""
+
+    def __init__(self, checkpoint, device):
+        self.checkpoint, self.device = checkpoint, device
+        self.model, self.rng_after = None, {}
+
+    def build(self, seed):
+        torch.manual_seed(seed)
+        if seed not in self.rng_after:
+            self.model = load_bert(self.checkpoint, self.device)
+            self.rng_after[seed] = torch.get_rng_state()
+        torch.set_rng_state(self.rng_after[seed])
+        return copy.deepcopy(self.model)
+
+
+def finetune_once(pretrained, train, dev, batch, lr, epochs, seed, warmup_fraction, device, max_updates=0):
+    """Dev accuracy after fine-tuning the Pretrained checkpoint with one setting and seed; a cap
+    (max_updates) stops it early, on the uncapped schedule."""
+    model = BertClassifier(pretrained.build(seed)).to(device)
     inputs, labels = train
     no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "norm" in n]
     decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "norm" in n)]
@@ -145,13 +164,13 @@ def run(args):
     for split in ("train", "dev"):
         pairs = PairData.load(Path(args.data) / f"{split}.pt")
         data[split] = (encode(pairs, max_len), pairs.labels.clone())
-    rows = []
+    rows, pretrained = [], Pretrained(checkpoint, torch.device(args.device))
     if args.max_updates:
         log(f"CAPPED (training_cap): each fine-tuning stops after {args.max_updates} update(s); a smoke test, not a result")
     for batch, lr, epochs in itertools.product(args.batch, args.lr, args.epochs):
         for seed in range(1, args.seeds + 1):
             t0 = time.time()
-            acc = finetune_once(checkpoint, data["train"], data["dev"], batch, lr, epochs, seed,
+            acc = finetune_once(pretrained, data["train"], data["dev"], batch, lr, epochs, seed,
                                 args.warmup_fraction, torch.device(args.device), args.max_updates)
             rows.append({"round": round_, "task": args.task, "batch": batch, "lr": lr, "epochs": epochs,
                          "seed": seed, "dev_acc": acc})
