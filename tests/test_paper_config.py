@@ -36,9 +36,12 @@ import torch
 import yaml
 
 from fabricate import fabricate_iwslt, fabricate_wmt, pin_archives
-from lnrepro import probe
-from lnrepro.pretrain import MaskedLMTask, PretrainConfig
+from lnrepro import finetune, probe
+from lnrepro.bert import BertClassifier, load_bert
+from lnrepro.pretrain import MaskedLMTask, PretrainConfig, pretrain
 from lnrepro.train import TrainConfig, train
+from test_bert import TINY as BERT_TINY
+from test_bert import bert_data  # noqa: F401 (a fixture)
 from workflow_helpers import ROOT, snakemake, workflow_copy
 
 CAP = {"epochs": 2, "epoch_updates": 1, "bert_rounds": 2, "bert_round_updates": 3, "finetune_updates": 1}
@@ -95,6 +98,17 @@ def test_probe_after_warmup_takes_a_capped_runs_last_checkpoint(tmp_path, capsys
         probe.checkpoint_after(tmp_path / "metrics.csv", 4000)
 
 
+def test_a_checkpoint_built_once_per_seed_fine_tunes_as_a_fresh_build(bert_data, tmp_path):
+    pretrain(PretrainConfig(**{**BERT_TINY, "max_updates": 10}, norm="post", nsp=True), bert_data, tmp_path)
+    checkpoint = tmp_path / "checkpoints/epoch1.pt"
+    cached = finetune.Pretrained(checkpoint, torch.device("cpu"))
+    for seed in (1, 2, 1, 2):
+        torch.manual_seed(seed)
+        fresh, fresh_next = BertClassifier(load_bert(checkpoint)).state_dict(), torch.rand(3)
+        again, again_next = BertClassifier(cached.build(seed)).state_dict(), torch.rand(3)
+        assert all(torch.equal(fresh[k], again[k]) for k in fresh) and torch.equal(fresh_next, again_next)
+
+
 def write_rows(path, rows):
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -124,3 +138,206 @@ def test_the_cap_reaches_every_trainer_as_flags_and_only_with_the_key(tmp_path):
     assert "--max-rounds 2" in pretrain and "--max-round-updates 3" in pretrain and "--max-updates 1000000" in pretrain
     assert "--max-updates 1 " in next(line for line in out.splitlines() if "lnrepro finetune" in line)
     assert "round2.csv" in out and "round3.csv" not in out  # only the capped rounds are fine-tuned
+
+
+# ---- the paper configuration, built (slow) -------------------------------------------------------
+# sample counts of the measurements that train nothing; their sizes (d = 512, 18 layers) stay
+MEASUREMENTS = {"theory": {"depths": [4, 8], "seeds": 2, "sequences": 4, "positions": 4},
+                "gradient_probe": {"depths": [6, 8], "seeds": 2, "batches": 1}}
+ADMIN_MEASUREMENTS = {"gradients": {"seeds": 1}, "output_change": {"depths": [6, 12], "seeds": 2}}
+
+
+def pinned(path, **extra):
+    return {"url": path.as_uri(), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), **extra}
+
+
+def fabricate_bert_inputs(inputs):
+    """Wikipedia dump, books, MRPC's Microsoft file and GLUE dev ids, RTE.zip (tests/test_bert_data.py's)."""
+    from test_bert_data import MSR_TRAIN, RTE_DEV, RTE_TRAIN, fabricate_dump, write
+    files = {"dump": fabricate_dump(write(inputs / "enwiki.xml.bz2", "")),
+             "msr": write(inputs / "msr_paraphrase_train.txt", MSR_TRAIN),
+             "ids": write(inputs / "ids.tsv", "2108705\t2108831\n"), "rte": inputs / "RTE.zip"}
+    write(inputs / "books/one.txt", "A book begins.\n\nIt ends here.\n")
+    write(inputs / "books/two.txt", "Another book. Short.\n")
+    with zipfile.ZipFile(files["rte"], "w") as z:
+        z.writestr("RTE/train.tsv", RTE_TRAIN)
+        z.writestr("RTE/dev.tsv", RTE_DEV)
+    return files
+
+
+def on_test_machine(cfg):
+    """CPU, one process per run and one thread per job; no GPU asked for."""
+    cfg["train_defaults"]["device"] = "cpu"
+    cfg["bert"]["pretrain_defaults"].update(device="cpu", nodes=1, gpus=1)
+    cfg["theory"]["device"] = "cpu"
+    cfg["threads"] = {"data": 1, "train": 1, "evaluate": 1}
+    cfg["resources"] = {"gpu": "never"}
+
+
+def paper_test_config(inputs):
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    pin_archives(cfg["corpora"]["iwslt14"], [fabricate_iwslt(inputs)])
+    pin_archives(cfg["corpora"]["wmt14"], fabricate_wmt(inputs))
+    cfg["corpora"]["iwslt14"]["bpe_merges"] = cfg["corpora"]["wmt14"]["bpe_merges"] = 100
+    bert = fabricate_bert_inputs(inputs)
+    cfg["bert_corpora"]["wiki_books"].update(wikipedia=pinned(bert["dump"], file="enwiki-latest-pages-articles.xml.bz2"),
+                                             books_dir=str(inputs / "books"), bpe_merges=40)
+    cfg["glue"]["mrpc"].update(msr_train=pinned(bert["msr"]), dev_ids=pinned(bert["ids"], file="mrpc_dev_ids.tsv"))
+    cfg["glue"]["rte"]["archive"] = pinned(bert["rte"])
+    on_test_machine(cfg)
+    for section, sizes in MEASUREMENTS.items():
+        cfg[section].update(sizes)
+    for section, sizes in ADMIN_MEASUREMENTS.items():
+        cfg["admin"][section].update(sizes)
+    cfg["training_cap"] = CAP
+    return cfg
+
+
+def config_runs(cfg, *sections):
+    """The translation runs a part of the config names: figures, the Admin tables' cells."""
+    admin = cfg["admin"]
+    named = {
+        "figures": [r for fig in cfg["figures"].values() for panel in fig["panels"] for r in panel["runs"]],
+        "liu_wmt": [r for rows in admin["table2"]["runs"].values() for r in rows] + [row["run"] for row in admin["table1"]["rows"]],
+        "liu_seeds": [r for rows in admin["table2"]["seed_runs"].values() for r in rows],
+        "liu_grid": [cell["run"] for cell in admin["lr_grid"]["cells"]],
+    }
+    return sorted({r for s in sections for r in named[s]})
+
+
+def eval_targets(cfg, runs):
+    """What reads a run's epoch checkpoints: its BLEU table, per epoch for Xiong et al.'s figures,
+    of the averaged last checkpoints for Liu et al.'s tables and grid."""
+    average = cfg["admin"]["average_last"]
+    if set(runs) <= set(config_runs(cfg, "figures")):
+        return [f"results/eval/{run}/bleu.csv" for run in runs]
+    corpus = {run: cfg["runs"][run].get("corpus", cfg["train_defaults"]["corpus"]) for run in runs}
+    return [f"results/eval/{run}/bleu_avg{average.get(run, average[corpus[run]])}.csv" for run in runs]
+
+
+def stages(cfg):
+    """Target groups built one after another; after each, no later one reads its runs' checkpoints."""
+    grid = config_runs(cfg, "liu_grid")
+    return [eval_targets(cfg, config_runs(cfg, "figures")) + ["results/figures/fig3.pdf", "results/figures/fig5.pdf",
+                                                               "results/figures/theory.pdf"],
+            eval_targets(cfg, config_runs(cfg, "liu_wmt")) + ["results/figures/liu_fig7.pdf", "results/figures/liu_fig8.pdf"],
+            eval_targets(cfg, config_runs(cfg, "liu_seeds")),
+            *(eval_targets(cfg, grid[i:i + 15]) for i in range(0, len(grid), 15)),
+            ["all"]]
+
+
+def drop_checkpoints(workdir):
+    for ckpt in (workdir / "results").glob("*/*/checkpoints"):
+        shutil.rmtree(ckpt)
+
+
+def job_seconds(workdir):
+    """{rule: summed seconds} from benchmarks/ (the rules that keep one)."""
+    totals = {}
+    for tsv in (workdir / "benchmarks").rglob("*.tsv"):
+        kind = tsv.relative_to(workdir / "benchmarks").parts[0]
+        totals[kind] = totals.get(kind, 0.0) + float(pd.read_csv(tsv, sep="\t").s.iloc[-1])
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+def planned_rules(workdir):
+    out = snakemake(workdir, "-n", "--quiet", "rules", "--configfile", "paper.yaml").stdout
+    table = out.split("Job stats:")[1].split("total")[0]
+    return {line.split()[0] for line in table.splitlines()[3:] if line.strip()}
+
+
+@pytest.fixture(scope="module")
+def paper_build(tmp_path_factory):
+    workdir = workflow_copy(tmp_path_factory.mktemp("paper"))
+    cfg = paper_test_config(tmp_path_factory.mktemp("inputs"))
+    (workdir / "paper.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    planned, log = planned_rules(workdir), ""
+    for targets in stages(cfg):
+        proc = snakemake(workdir, "--cores", "2", *targets, "--configfile", "paper.yaml")
+        log += proc.stdout + proc.stderr
+        drop_checkpoints(workdir)
+    print("job-seconds per rule group:", job_seconds(workdir))
+    return workdir, cfg, planned, log
+
+
+def ran_rules(log):
+    return set(re.findall(r"^(?:local)?rule (\w+):", log, flags=re.M))
+
+
+@pytest.mark.slow
+def test_every_rule_of_the_paper_dag_ran(paper_build):
+    workdir, cfg, planned, log = paper_build
+    assert {"train", "evaluate", "evaluate_averaged", "admin_profile", "pretrain", "finetune", "probe_gradients",
+            "probe_after_warmup", "check_theory", "plot_figure", "plot_fig5", "lr_grid", "admin_table1",
+            "admin_table2", "layer_dependency", "gradient_vanishing", "output_change", "check_claims"} <= planned
+    assert planned - {"all"} <= ran_rules(log)
+    assert "Nothing to be done" in snakemake(workdir, "-n", "--configfile", "paper.yaml").stdout
+
+
+@pytest.mark.slow
+def test_every_figure_and_table_is_written(paper_build):
+    workdir = paper_build[0]
+    figures = ["fig2", "fig3", "fig4", "figS1", "fig5", "theory", "liu_fig2", "liu_fig5", "liu_fig7", "liu_fig8",
+               "liu_fig10"]
+    files = [f"results/figures/{f}.{ext}" for f in figures for ext in ("pdf", "csv")]
+    files += [f"results/tables/admin_table{n}.{ext}" for n in (1, 2) for ext in ("md", "csv")]
+    for name in files + ["results/figures/theory_checks.csv", "results/figures/fig3_summary.csv"]:
+        assert (workdir / name).stat().st_size > 0, name
+
+
+@pytest.mark.slow
+def test_the_claims_table_holds_every_claim_with_a_verdict(paper_build):
+    workdir, cfg = paper_build[:2]
+    claims = pd.read_csv(workdir / "results/claims.csv")
+    assert sorted(claims.claim) == sorted(cfg["claims"]) and set(claims.result) <= {"PASS", "FAIL"}
+
+
+def logged_parameters(log_file):
+    """(parameters, vocabulary) from the trainer's first log line."""
+    count, vocab = re.search(r"^([\d,]+) parameters, vocab (\d+)", log_file.read_text(), flags=re.M).groups()
+    return int(count.replace(",", "")), int(vocab)
+
+
+def transformer_parameters(model, vocab, layers=None):
+    """A translation model of the config's size on this vocabulary (embeddings tied as configured)."""
+    from lnrepro.model import ModelConfig, Transformer
+    sizes = {**model, **({"enc_layers": layers, "dec_layers": layers} if layers else {})}
+    return sum(p.numel() for p in Transformer(ModelConfig(vocab_size=vocab, **sizes)).parameters())
+
+
+@pytest.mark.slow
+def test_runs_train_the_papers_model_sizes(paper_build):
+    workdir, cfg = paper_build[:2]
+    logs = workdir / "logs"
+    count, vocab = logged_parameters(logs / "train/adam_5e-4_warm4000.log")
+    # 6+6, d 512, FFN 1024: 31.6M besides the embeddings
+    assert count == transformer_parameters(cfg["models"]["iwslt"], vocab) and count - vocab * 512 > 31_000_000
+    count, vocab = logged_parameters(logs / "train/liu_wmt_post_18L.log")
+    assert count == transformer_parameters(cfg["models"]["wmt_base"], vocab, layers=18) and count > 130_000_000
+    count, vocab = logged_parameters(logs / "pretrain/bert_postln.log")
+    assert count - vocab * 768 > 85_000_000  # BERT-base: 12 layers of d 768, FFN 3072, 512 positions
+    for run in cfg["runs"]:
+        metrics = pd.read_csv(workdir / f"results/train/{run}/metrics.csv")
+        assert set(metrics.capped) == {1}, run
+    assert len(pd.read_csv(workdir / "results/train/preln_5e-4_nowarm/metrics.csv")) == 8  # to its decay epoch
+
+
+@pytest.mark.slow
+def test_bert_pretrains_both_lengths_and_every_capped_round_is_fine_tuned(paper_build):
+    workdir, cfg = paper_build[:2]
+    for run in cfg["bert"]["runs"]:
+        metrics = pd.read_csv(workdir / f"results/pretrain/{run}/metrics.csv")
+        assert list(metrics.updates) == [3, 6] and set(metrics.capped) == {1}
+        for task in cfg["bert"]["fig5"]["tasks"]:
+            for r in (1, 2):
+                summary = pd.read_csv(workdir / f"results/finetune/{run}/{task}/round{r}.summary.csv")
+                assert summary.max_updates.tolist() == [CAP["finetune_updates"]]
+
+
+@pytest.mark.slow
+def test_every_admin_run_has_its_omegas(paper_build):
+    workdir, cfg = paper_build[:2]
+    admin_runs = [r for r, s in cfg["runs"].items() if "admin" in (s.get("norm"), s.get("enc_norm"), s.get("dec_norm"))]
+    assert len(admin_runs) == 3 + 5 + 15
+    for run in admin_runs:
+        assert (workdir / f"results/admin/{run}/omega.json").stat().st_size > 0, run
