@@ -30,6 +30,7 @@ the test is meant to take; the slow test prints the job-seconds per rule group.
 """
 import csv
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -255,6 +256,9 @@ def planned_rules(workdir):
 
 @pytest.fixture(scope="module")
 def paper_build(tmp_path_factory):
+    if not os.environ.get("LNREPRO_PAPER_BUILD"):
+        # not in CI: measured at ~15,000 job-seconds (module docstring), past the test run's budget
+        pytest.skip("the capped paper build takes ~2 hours on 2 cores; LNREPRO_PAPER_BUILD=1 runs it")
     workdir = workflow_copy(tmp_path_factory.mktemp("paper"))
     cfg = paper_test_config(tmp_path_factory.mktemp("inputs"))
     (workdir / "paper.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
