@@ -309,6 +309,7 @@ def test_demo_theory_checks_match_the_lemmas(demo):
 # FAIL, and every other claim must PASS. A change of verdict either way is a finding to explain.
 DEMO_DOES_NOT_REPRODUCE = {
     "preln_without_warmup_comparable": "Post-LN with warm-up has not converged after 8 epochs (BLEU ~9 vs ~35)",
+    "radam_little_difference_for_preln": "RAdam's linear decay still lags Adam's Pre-LN run after 8 epochs",
     "fig5_preln_finetunes_as_well_mrpc": "the 4-layer BERT's fine-tuned accuracy differs by less than its seed noise",
     "fig5_preln_finetunes_as_well_rte": "as MRPC",
     "liu_admin_converges_in_every_cell": "the 4+4 Admin fails at lr 3e-2, beta2 0.99 like Post-LN",
