@@ -73,7 +73,7 @@ def check_admin_run_settings():
             check_run_is(key, run, "its norm says", enc_norm=norm, dec_norm=norm)
             keys = sorted({*first, *run_settings(run)} - {"seed", "description"})
             check_run_is(key, run, f"the cell's runs differ only in seed, and {runs[0]} has",
-                         **{k: run_value(runs[0], k) for k in keys})
+                         **{k: first.get(k, TRAINER_DEFAULTS.get(k)) for k in keys})
         seeds = [run_value(run, "seed") for run in runs]
         if len(set(seeds)) < len(seeds):
             config_error(f"admin.table2.seed_runs.{norm}: seeds {seeds} repeat (one run per seed)")

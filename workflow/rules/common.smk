@@ -75,7 +75,8 @@ def run_norms(run):
 
 def check_run_is(key, run, says, **want):
     """One error line at `key` when the run does not train with `want` (`says`: who asks for it)."""
-    have = {k: run_value(run, k) for k in want if run_value(run, k) != want[k]}
+    values = {k: run_value(run, k) for k in want}
+    have = {k: v for k, v in values.items() if v != want[k]}
     if have:
         text = lambda d: ", ".join(f"{k} {d[k]}" for k in have)
         config_error(f"{key}: {run} has {text(have)}; {says} {text(want)}")
