@@ -13,7 +13,7 @@ from lnrepro.admin_tables import markdown, run_outcome, table1, table1_markdown,
 from lnrepro.evaluate import average_checkpoints
 from lnrepro.layer_dependency import dependency_matrix, layer_dependency
 from lnrepro.lr_grid import draw as draw_grid, grid_table
-from lnrepro.model import ModelConfig, ResidualSublayer
+from lnrepro.core.model import ModelConfig, ResidualSublayer
 from lnrepro.output_change import fit_growth, output_change
 from lnrepro.sublayer_probe import (decoder_bottom_over_top, init_model, output_gradient_norms, relative_norms,
                                     sublayer_labels)

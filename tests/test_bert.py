@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 import torch
 
-from lnrepro import loop
-from lnrepro.batching import epoch_order
-from lnrepro.bert import CLS, PAD, SEP, Bert, BertClassifier, BertConfig, load_bert, mask_tokens, pair_input
+from lnrepro.core import loop
+from lnrepro.core.batching import epoch_order
+from lnrepro.core.bert import CLS, PAD, SEP, Bert, BertClassifier, BertConfig, load_bert, mask_tokens, pair_input
 from lnrepro.corpus import generate_documents, generate_pairs
-from lnrepro.data import Dictionary
+from lnrepro.core.data import Dictionary
 from lnrepro.finetune import ci95, summarize
-from lnrepro.mono_data import FlatBuilder, MonoData, PairData
+from lnrepro.core.mono_data import FlatBuilder, MonoData, PairData
 from lnrepro.pretrain import MaskedLMTask, PretrainConfig, make_instances, pretrain
 
 TINY = dict(layers=2, d_model=32, ffn_dim=64, heads=4, block_size=32, max_tokens=256, max_updates=40,

@@ -3,10 +3,10 @@ import math
 import pytest
 import torch
 
-from lnrepro.batching import pad_right
-from lnrepro.beam import beam_search
-from lnrepro.data import EOS, PAD
-from lnrepro.model import ModelConfig, ResidualSublayer, Transformer, dropout, label_smoothed_loss, sinusoidal_table
+from lnrepro.core.batching import pad_right
+from lnrepro.core.beam import beam_search
+from lnrepro.core.data import EOS, PAD
+from lnrepro.core.model import ModelConfig, ResidualSublayer, Transformer, dropout, label_smoothed_loss, sinusoidal_table
 
 
 def tiny(norm="post", layers=2, d=32, **kw):

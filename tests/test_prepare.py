@@ -4,7 +4,7 @@ import random
 import pytest
 import torch
 
-from lnrepro import data
+from lnrepro.core import data
 from lnrepro.cli import main
 from lnrepro.prepare import read_parallel
 from lnrepro.prepare.binarize import binarize

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from lnrepro import gradient_figure, probe
-from lnrepro.batching import make_batches
-from lnrepro.data import Dictionary, ParallelData
-from lnrepro.model import ModelConfig, Transformer
+from lnrepro.core.batching import make_batches
+from lnrepro.core.data import Dictionary, ParallelData
+from lnrepro.core.model import ModelConfig, Transformer
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

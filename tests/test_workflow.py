@@ -102,7 +102,7 @@ def test_workflow_norm_checks_match_the_model_and_trainer():
     """The pairs the config check refuses are the ones the model refuses; the others build and
     Admin profiling gives omegas to the Admin side(s) only. The defaults it assumes are the trainer's."""
     from lnrepro.admin import profile, set_omegas
-    from lnrepro.model import NORMS, ModelConfig, Transformer
+    from lnrepro.core.model import NORMS, ModelConfig, Transformer
     from lnrepro.train import TrainConfig
 
     refused = common_smk_constant("UNSUPPORTED_NORM_PAIRS")

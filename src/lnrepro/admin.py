@@ -15,9 +15,9 @@ from pathlib import Path
 
 import torch
 
-from .batching import collate, epoch_order, make_batches
-from .data import Dictionary, ParallelData
-from .model import ResidualSublayer, Transformer
+from .core.batching import collate, epoch_order, make_batches
+from .core.data import Dictionary, ParallelData
+from .core.model import ResidualSublayer, Transformer
 from .train import TrainConfig, add_arguments as add_train_arguments, dropout_seed
 
 

@@ -17,9 +17,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .beam import beam_search
-from .data import BOS, EOS, PAD
-from .model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table, token_embedding
+from .core.beam import beam_search
+from .core.data import BOS, EOS, PAD
+from .core.model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table, token_embedding
 from .train import TrainConfig, build_optimizer, pick_device
 
 COLUMNS = ["metric", "ours", "reference", "ratio", "unit", "device", "threads", "config"]

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import torch
 
-from .batching import pad_right
-from .beam import beam_search
-from .bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
-from .data import Dictionary, ParallelData
-from .loop import write_csv
+from .core.batching import pad_right
+from .core.beam import beam_search
+from .core.bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
+from .core.data import Dictionary, ParallelData
+from .core.loop import write_csv
 from .train import load_model, pick_device
 
 COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen",

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .batching import collate, make_batches
-from .data import PAD, Dictionary, ParallelData
-from .model import ModelConfig, Transformer, label_smoothed_loss
+from .core.batching import collate, make_batches
+from .core.data import PAD, Dictionary, ParallelData
+from .core.model import ModelConfig, Transformer, label_smoothed_loss
 from .theory import EPSILONS, concentration
 from .train import load_model, pick_device
 

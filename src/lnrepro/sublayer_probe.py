@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 
 from .admin import profile, set_omegas
-from .batching import make_batches
-from .data import PAD, Dictionary, ParallelData
-from .model import Transformer, label_smoothed_loss
+from .core.batching import make_batches
+from .core.data import PAD, Dictionary, ParallelData
+from .core.model import Transformer, label_smoothed_loss
 from .probe import MODEL_WIDTH, add_model_arguments
 
 # sublayer kinds in forward order within one layer

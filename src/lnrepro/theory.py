@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .model import EncoderLayer, ModelConfig
+from .core.model import EncoderLayer, ModelConfig
 from .train import pick_device
 
 EPSILONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # epsilon grid of the concentration property

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import torch
 
-from . import launch
-from .batching import collate, epoch_order, make_batches
-from .data import PAD, Dictionary, ParallelData
-from .loop import (LN2, OPTIMIZERS, LoopConfig, add_config_arguments, build_optimizer, config_args,  # noqa: F401
+from .core import launch
+from .core.batching import collate, epoch_order, make_batches
+from .core.data import PAD, Dictionary, ParallelData
+from .core.loop import (LN2, OPTIMIZERS, LoopConfig, add_config_arguments, build_optimizer, config_args,  # noqa: F401
                    config_from_args, dropout_seed, data_files, file_digests, fit, pick_device, resume_state)
-from .model import ModelConfig, Transformer, label_smoothed_loss
+from .core.model import ModelConfig, Transformer, label_smoothed_loss
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from collections import Counter
 
 import torch
 
-from .. import data
-from ..mono_data import MASK, FlatBuilder, MonoData
+from ..core import data
+from ..core.mono_data import MASK, FlatBuilder, MonoData
 from . import atomic_path, read_lines
 from .documents import read_documents
 

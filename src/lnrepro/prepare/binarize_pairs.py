@@ -7,8 +7,8 @@ import sys
 
 import torch
 
-from .. import data
-from ..mono_data import FlatBuilder, PairData
+from ..core import data
+from ..core.mono_data import FlatBuilder, PairData
 from . import atomic_path, read_parallel
 from .binarize_mono import token_ids
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from . import __version__
+from .. import __version__
 from .schedule import SCHEDULES, Schedule
 
 OPTIMIZERS = ("adam", "sgd", "radam")
