@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from lnrepro.admin_tables import markdown, run_outcome, table1, table1_markdown, table2
-from lnrepro.evaluate import average_checkpoints
+from lnrepro.training.evaluate import average_checkpoints
 from lnrepro.layer_dependency import dependency_matrix, layer_dependency
 from lnrepro.lr_grid import draw as draw_grid, grid_table
 from lnrepro.core.model import ModelConfig, ResidualSublayer

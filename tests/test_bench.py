@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from lnrepro.bench import Reference, training_flops
+from lnrepro.training.bench import Reference, training_flops
 from lnrepro.cli import main
 from lnrepro.core.data import PAD
 from lnrepro.core.model import ModelConfig, Transformer, label_smoothed_loss

@@ -44,10 +44,11 @@ import torch
 import yaml
 
 from fabricate import fabricate_iwslt, fabricate_wmt, pin_archives
-from lnrepro import finetune, probe
+from lnrepro import probe
+from lnrepro.training import finetune
 from lnrepro.core.bert import BertClassifier, load_bert
-from lnrepro.pretrain import MaskedLMTask, PretrainConfig, pretrain
-from lnrepro.train import TrainConfig, train
+from lnrepro.training.pretrain import MaskedLMTask, PretrainConfig, pretrain
+from lnrepro.core.translation import TrainConfig, train
 from test_bert import TINY as BERT_TINY
 from test_bert import bert_data  # noqa: F401 (a fixture)
 from workflow_helpers import ROOT, snakemake, workflow_copy

@@ -11,7 +11,7 @@ import torch
 from conftest import reversal_pairs
 
 from lnrepro.core.data import Dictionary, save_split
-from lnrepro.train import TrainConfig, load_model, train
+from lnrepro.core.translation import TrainConfig, load_model, train
 
 TINY = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout=0.1, max_tokens=200,
             device="cpu", threads=1, log_interval=0.5)

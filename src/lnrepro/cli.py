@@ -32,11 +32,11 @@ COMMANDS = {
     "binarize-mono": ("lnrepro.prepare.binarize_mono", "BERT corpus dictionary (+<mask>) and sentence/document tensors"),
     "prepare-glue": ("lnrepro.prepare.glue", "GLUE MRPC/RTE train and dev pairs, normalized (labels 0/1)"),
     "binarize-pairs": ("lnrepro.prepare.binarize_pairs", "GLUE sentence pairs and labels as tensors"),
-    "admin-profile": ("lnrepro.admin", "Admin's profiling pass: omega per sublayer (Liu et al. 4.3)"),
-    "train": ("lnrepro.train", "train one run; resumable; records divergence"),
-    "pretrain": ("lnrepro.pretrain", "pre-train BERT (masked LM, optional NSP); resumable; records divergence"),
-    "finetune": ("lnrepro.finetune", "fine-tune one BERT checkpoint on a GLUE task: grid x seeds, dev accuracy with 95% CI"),
-    "evaluate": ("lnrepro.evaluate", "decode every epoch checkpoint and score BLEU"),
+    "admin-profile": ("lnrepro.training.admin_profile", "Admin's profiling pass: omega per sublayer (Liu et al. 4.3)"),
+    "train": ("lnrepro.training.train", "train one run; resumable; records divergence"),
+    "pretrain": ("lnrepro.training.pretrain", "pre-train BERT (masked LM, optional NSP); resumable; records divergence"),
+    "finetune": ("lnrepro.training.finetune", "fine-tune one BERT checkpoint on a GLUE task: grid x seeds, dev accuracy with 95% CI"),
+    "evaluate": ("lnrepro.training.evaluate", "decode every epoch checkpoint and score BLEU"),
     "figure": ("lnrepro.figures", "draw one figure and write the CSV it plots"),
     "figure5": ("lnrepro.bert_figure", "draw Fig 5 (BERT valid loss, MRPC/RTE accuracy vs updates) and its CSV"),
     "probe-gradients": ("lnrepro.probe", "FFN gradient norms over mini-batches, at init or from a checkpoint (Fig 3)"),
@@ -50,7 +50,7 @@ COMMANDS = {
                          "beta_ij layer-dependency heatmaps at init and after training (Liu et al. Figs 7-8)"),
     "admin-tables": ("lnrepro.admin_tables", "Liu et al. Tables 1 and 2 from the runs' metrics and BLEU"),
     "lr-grid": ("lnrepro.lr_grid", "no-warm-up lr x beta2 grid: converged/diverged and BLEU heatmap (Liu et al. Fig 10)"),
-    "bench": ("lnrepro.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
+    "bench": ("lnrepro.training.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
 }
 
 

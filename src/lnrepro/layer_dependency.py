@@ -27,7 +27,7 @@ from .figures import NORM_LABELS, save_figure  # noqa: E402
 from .core.model import ModelConfig, Transformer  # noqa: E402
 from .probe import pick_batches  # noqa: E402
 from .sublayer_probe import init_model  # noqa: E402
-from .train import load_model  # noqa: E402
+from .core.translation import load_model  # noqa: E402
 
 LN_EPS = 1e-5
 STATES = ("init", "trained")

@@ -22,7 +22,8 @@ from .core.batching import collate, make_batches
 from .core.data import PAD, Dictionary, ParallelData
 from .core.model import ModelConfig, Transformer, label_smoothed_loss
 from .theory import EPSILONS, concentration
-from .train import load_model, pick_device
+from .core.loop import pick_device
+from .core.translation import load_model
 
 GRAD_COLUMNS = ["state", "norm", "layers", "seed", "side", "layer", "index", "matrix",
                 "expected_grad_norm", "mean_grad_norm", "batches"]

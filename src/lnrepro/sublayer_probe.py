@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from .admin import profile, set_omegas
+from .core.admin import profile, set_omegas
 from .core.batching import make_batches
 from .core.data import PAD, Dictionary, ParallelData
 from .core.model import Transformer, label_smoothed_loss

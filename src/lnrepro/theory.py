@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .core.model import EncoderLayer, ModelConfig
-from .train import pick_device
+from .core.loop import pick_device
 
 EPSILONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # epsilon grid of the concentration property
 LN_EPS = 1e-5

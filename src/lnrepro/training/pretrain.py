@@ -32,12 +32,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .core import launch
-from .core.batching import epoch_order, make_batches
-from .core.bert import CLS, MASK_SYMBOL, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
-from .core.data import PAD, Dictionary
-from .core.loop import LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files, file_digests, fit
-from .core.mono_data import MonoData
+from ..core import launch
+from ..core.batching import epoch_order, make_batches
+from ..core.bert import CLS, MASK_SYMBOL, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
+from ..core.data import PAD, Dictionary
+from ..core.loop import LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files, file_digests, fit
+from ..core.mono_data import MonoData
 
 
 @dataclass(frozen=True)
