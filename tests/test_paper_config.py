@@ -44,7 +44,7 @@ import torch
 import yaml
 
 from fabricate import fabricate_iwslt, fabricate_wmt, pin_archives
-from lnrepro import probe
+from lnrepro.analyses import probe_gradients as probe
 from lnrepro.training import finetune
 from lnrepro.core.bert import BertClassifier, load_bert
 from lnrepro.training.pretrain import MaskedLMTask, PretrainConfig, pretrain

@@ -19,8 +19,8 @@ import torch.nn.functional as F
 
 from ..core.beam import beam_search
 from ..core.data import BOS, EOS, PAD
-from ..core.model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table, token_embedding
 from ..core.loop import build_optimizer, pick_device
+from ..core.model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table, token_embedding
 from ..core.translation import TrainConfig
 
 COLUMNS = ["metric", "ours", "reference", "ratio", "unit", "device", "threads", "config"]

@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .admin_tables import outcome  # noqa: E402
-from .figures import NORM_LABELS, save_figure  # noqa: E402
+from .outcomes import outcome  # noqa: E402
+from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
 COLUMNS = ["norm", "lr", "beta2", "run", "status", "bleu", "valid_loss", "epochs"]
 

@@ -19,10 +19,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core.model import EncoderLayer, ModelConfig
-from .core.loop import pick_device
+from ..core.loop import pick_device
+from ..core.model import EncoderLayer, ModelConfig
+from .probing import concentration
 
-EPSILONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # epsilon grid of the concentration property
 LN_EPS = 1e-5
 
 
@@ -94,13 +94,6 @@ def ln_jacobian_spectral_norm(x):
 def fitted_exponent(x, y):
     """Least-squares slope of log y against log x: y ~ x^slope."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
-
-
-def concentration(z, epsilons=EPSILONS):
-    """delta-hat(epsilon) = P((Z - EZ)/EZ > epsilon) over samples z (Definition 1)."""
-    z = np.asarray(z, dtype=float)
-    rel = (z - z.mean()) / z.mean()
-    return {eps: float((rel > eps).mean()) for eps in epsilons}
 
 
 def lemma2_rows(d, layers, seeds, sequences, positions, device="cpu"):
@@ -207,7 +200,7 @@ def draw(points, summary, title, pdf, d):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .figures import save_figure
+    from .plotting import save_figure
 
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     colors = {"post": "tab:red", "pre": "tab:blue"}
