@@ -9,7 +9,7 @@ import sys
 
 # subcommand -> (module, help)
 COMMANDS = {
-    "generate": ("lnrepro.corpus", "generate the demo corpora deterministically"),
+    "generate": ("lnrepro.prepare.generate", "generate the demo corpora deterministically"),
     "download": ("lnrepro.prepare.download", "fetch a file (URL or path), verified by sha256, with retries"),
     "extract": ("lnrepro.prepare.extract", "verify and safely unpack a .tgz/.tar/.zip archive"),
     "prepare-iwslt14": ("lnrepro.prepare.iwslt", "IWSLT14 raw text from de-en.tgz (prepare-iwslt14.sh)"),
