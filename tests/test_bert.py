@@ -10,11 +10,11 @@ import torch
 
 from lnrepro.core import loop
 from lnrepro.core.batching import epoch_order
-from lnrepro.core.bert import CLS, PAD, SEP, Bert, BertClassifier, BertConfig, load_bert, mask_tokens, pair_input
-from lnrepro.corpus import generate_documents, generate_pairs
-from lnrepro.core.data import Dictionary
-from lnrepro.training.finetune import ci95, summarize
+from lnrepro.core.bert import CLS, SEP, Bert, BertClassifier, BertConfig, load_bert, mask_tokens, pair_input
+from lnrepro.core.data import PAD, Dictionary
 from lnrepro.core.mono_data import FlatBuilder, MonoData, PairData
+from lnrepro.prepare.demo_grammar import generate_documents, generate_pairs
+from lnrepro.training.finetune import ci95, summarize
 from lnrepro.training.pretrain import MaskedLMTask, PretrainConfig, make_instances, pretrain
 
 TINY = dict(layers=2, d_model=32, ffn_dim=64, heads=4, block_size=32, max_tokens=256, max_updates=40,
