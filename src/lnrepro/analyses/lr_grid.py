@@ -2,7 +2,7 @@
 
 One heatmap per norm (Post-LN, Pre-LN, Admin): a cell per (lr, beta2) run, coloured by its
 final BLEU and labelled with it, or grey and labelled with its outcome when the run diverged or
-did not converge (outcomes as in lnrepro.admin_tables). The paper: Post-LN diverges in 7 of 15
+did not converge (outcomes as in lnrepro.analyses.outcomes). The paper: Post-LN diverges in 7 of 15
 settings (large lr, small beta2), Pre-LN and Admin in none.
 """
 import json

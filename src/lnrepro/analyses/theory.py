@@ -3,7 +3,7 @@
 The paper's simplified setting (§3.3, "Parameter Initialization"): single-head attention, every
 matrix d x d, W^Q = W^K = 0 (attention is uniform), every other matrix Xavier-Gaussian N(0, 1/d),
 zero biases, LayerNorm with gamma = 1 and beta = 0, and i.i.d. N(0, I_d) input vectors. The
-layers are model.py's own EncoderLayer, re-initialized that way, so the check covers our model.
+layers are lnrepro.core.model's own EncoderLayer, re-initialized that way, so the check covers our model.
 
 Indexing: x^{pre}_l here is the hidden state after l layers (x^{pre}_0 is the input, E||x||^2 = d),
 the reading under which Lemma 2's bounds (1 + l/2)d <= E||x^{pre}_l||^2 <= (1 + 3l/2)d hold for
@@ -43,7 +43,7 @@ def paper_init_(layer, generator):
 
 
 def simplified_stack(d, layers, norm, seed, device="cpu"):
-    """`layers` encoder layers of model.py (single head, FFN d x d, no dropout) in the paper's init."""
+    """`layers` encoder layers of lnrepro.core.model (single head, FFN d x d, no dropout) in the paper's init."""
     cfg = ModelConfig(vocab_size=4, d_model=d, ffn_dim=d, heads=1, enc_layers=layers, dropout=0.0,
                       enc_norm=norm, dec_norm=norm)
     gen = torch.Generator().manual_seed(seed)

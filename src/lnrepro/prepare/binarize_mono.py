@@ -1,8 +1,8 @@
 """Dictionary and tensors of the BERT pre-training corpus (BPE'd docs text, train and valid).
 
-dict.txt is lnrepro.data.Dictionary's format counted over train, with the special symbol
+dict.txt is lnrepro.core.data.Dictionary's format counted over train, with the special symbol
 <mask> appended as its last entry (count 0): the BERT code finds it as index["<mask>"].
-{train,valid}.pt are MonoData (lnrepro.mono_data): token ids without </s>, sentence and
+{train,valid}.pt are MonoData (lnrepro.core.mono_data): token ids without </s>, sentence and
 document offsets. Tokens not in the dictionary (valid only) become <unk>.
 """
 import os

@@ -1,7 +1,7 @@
 """Tensors of one GLUE split (BPE'd sentence1/sentence2 line files and 0/1 labels).
 
 Token ids come from the pre-training corpus's dict.txt (the fine-tuned model's vocabulary),
-no </s> appended; tokens it lacks become <unk>. Output: PairData (lnrepro.mono_data).
+no </s> appended; tokens it lacks become <unk>. Output: PairData (lnrepro.core.mono_data).
 """
 import sys
 

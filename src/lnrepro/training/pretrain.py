@@ -1,4 +1,4 @@
-"""BERT pre-training with the masked-LM objective (Xiong et al. Fig 5a), on lnrepro.loop's trainer.
+"""BERT pre-training with the masked-LM objective (Xiong et al. Fig 5a), on lnrepro.core.loop's trainer.
 
 A round is ``valid_interval`` updates: after each, the validation loss (bits per masked token)
 and a checkpoint ``checkpoints/epochN.pt`` that fine-tuning reads. Resume, divergence and
@@ -36,7 +36,8 @@ from ..core import launch
 from ..core.batching import epoch_order, make_batches
 from ..core.bert import CLS, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
 from ..core.data import PAD, Dictionary
-from ..core.loop import LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files, file_digests, fit
+from ..core.loop import (LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files,
+                         file_digests, fit)
 from ..core.mono_data import MASK, MonoData
 
 
