@@ -26,17 +26,11 @@ def bert_dictionary(train_path):
     return data.Dictionary([s for s, _ in ordered] + [MASK], [c for _, c in ordered] + [0])
 
 
-def token_ids(vocab, line):
-    """Ids of a whitespace-tokenized line; no </s>."""
-    index = vocab.index
-    return [index.get(t, data.UNK) for t in line.split()]
-
-
 def encode_documents(vocab, path):
     sentences, doc_offsets = FlatBuilder(), [0]
     for document in read_documents(path):
         for line in document:
-            sentences.append(token_ids(vocab, line))
+            sentences.append(data.token_ids(vocab, line))
         doc_offsets.append(len(sentences))
     tokens, sentence_offsets = sentences.tensors()
     return MonoData(tokens, sentence_offsets, torch.tensor(doc_offsets, dtype=torch.int64))
