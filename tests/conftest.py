@@ -8,7 +8,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from lnrepro.data import Dictionary, save_split  # noqa: E402
+from lnrepro.core.data import Dictionary, save_split  # noqa: E402
 
 
 def reversal_pairs(n, seed, vocab=30, min_len=3, max_len=10):

@@ -9,14 +9,15 @@ import pandas as pd
 import pytest
 import torch
 
-from lnrepro.admin_tables import markdown, run_outcome, table1, table1_markdown, table2
-from lnrepro.evaluate import average_checkpoints
-from lnrepro.layer_dependency import dependency_matrix, layer_dependency
-from lnrepro.lr_grid import draw as draw_grid, grid_table
-from lnrepro.model import ModelConfig, ResidualSublayer
-from lnrepro.output_change import fit_growth, output_change
-from lnrepro.sublayer_probe import (decoder_bottom_over_top, init_model, output_gradient_norms, relative_norms,
-                                    sublayer_labels)
+from lnrepro.analyses.admin_tables import markdown, table1, table1_markdown, table2
+from lnrepro.analyses.layer_dependency import dependency_matrix, layer_dependency
+from lnrepro.analyses.lr_grid import draw as draw_grid, grid_table
+from lnrepro.analyses.outcomes import run_outcome
+from lnrepro.analyses.output_change import fit_growth, output_change
+from lnrepro.analyses.probing import (decoder_bottom_over_top, init_model, output_gradient_norms, relative_norms,
+                                      sublayer_labels)
+from lnrepro.core.model import ModelConfig, ResidualSublayer
+from lnrepro.training.evaluate import average_checkpoints
 
 VOCAB = 60
 

@@ -4,10 +4,10 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from lnrepro.bench import Reference, training_flops
 from lnrepro.cli import main
-from lnrepro.data import PAD
-from lnrepro.model import ModelConfig, Transformer, label_smoothed_loss
+from lnrepro.core.data import PAD
+from lnrepro.core.model import ModelConfig, Transformer, label_smoothed_loss
+from lnrepro.training.bench import Reference, training_flops
 
 
 def tiny(norm="pre", layers=1, d=4, ffn=8, vocab=10, **kw):

@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 import torch
 
-from lnrepro import loop
-from lnrepro.batching import epoch_order
-from lnrepro.bert import CLS, PAD, SEP, Bert, BertClassifier, BertConfig, load_bert, mask_tokens, pair_input
-from lnrepro.corpus import generate_documents, generate_pairs
-from lnrepro.data import Dictionary
-from lnrepro.finetune import ci95, summarize
-from lnrepro.mono_data import FlatBuilder, MonoData, PairData
-from lnrepro.pretrain import MaskedLMTask, PretrainConfig, make_instances, pretrain
+from lnrepro.core import loop
+from lnrepro.core.batching import epoch_order
+from lnrepro.core.bert import CLS, SEP, Bert, BertClassifier, BertConfig, load_bert, mask_tokens, pair_input
+from lnrepro.core.data import PAD, Dictionary
+from lnrepro.core.mono_data import FlatBuilder, MonoData, PairData
+from lnrepro.prepare.demo_grammar import generate_documents, generate_pairs
+from lnrepro.training.finetune import ci95, summarize
+from lnrepro.training.pretrain import MaskedLMTask, PretrainConfig, make_instances, pretrain
 
 TINY = dict(layers=2, d_model=32, ffn_dim=64, heads=4, block_size=32, max_tokens=256, max_updates=40,
             valid_interval=10, schedule="constant", warmup=0, lr=2e-3, device="cpu", threads=1, log_interval=0.5)

@@ -11,8 +11,8 @@ import torch
 import yaml
 
 from lnrepro.cli import main
-from lnrepro.data import UNK, Dictionary
-from lnrepro.mono_data import MASK, MonoData, PairData
+from lnrepro.core.data import UNK, Dictionary
+from lnrepro.core.mono_data import MASK, MonoData, PairData
 from lnrepro.prepare.binarize_mono import binarize_mono
 from lnrepro.prepare.binarize_pairs import binarize_pairs
 from lnrepro.prepare.books import prepare_books

@@ -1,7 +1,7 @@
 import pytest
 import sacrebleu
 
-from lnrepro.bleu import compound_split_bleu, split_compounds, tokenized_bleu
+from lnrepro.core.bleu import compound_split_bleu, split_compounds, tokenized_bleu
 
 
 def test_bleu_of_a_known_pair():

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from lnrepro import claims
+from lnrepro.analyses import claims
 from workflow_helpers import ROOT, snakemake, workflow_copy
 
 DIVERGED = None  # a run that diverged in its first epoch: no value at all

@@ -6,17 +6,17 @@ import re
 import pytest
 from sacremoses import MosesTokenizer
 
-from lnrepro import corpus
+from lnrepro.prepare import demo_grammar, generate
 
 
 @pytest.fixture(scope="module")
 def deen():
-    return corpus.generate_translation("deen", 3000, seed=1, with_noise_flags=True)
+    return demo_grammar.generate_translation("deen", 3000, seed=1, with_noise_flags=True)
 
 
 @pytest.fixture(scope="module")
 def ende():
-    return corpus.generate_translation("ende", 3000, seed=1, with_noise_flags=True)
+    return demo_grammar.generate_translation("ende", 3000, seed=1, with_noise_flags=True)
 
 
 def moses_keep(items):
@@ -31,9 +31,9 @@ def moses_keep(items):
 
 
 def test_same_seed_same_files_and_other_seed_differs(tmp_path):
-    a = corpus.write_task("deen", tmp_path / "a", seed=5, n_train=300, n_test=50)
-    b = corpus.write_task("deen", tmp_path / "b", seed=5, n_train=300, n_test=50)
-    c = corpus.write_task("deen", tmp_path / "c", seed=6, n_train=300, n_test=50)
+    a = generate.write_task("deen", tmp_path / "a", seed=5, n_train=300, n_test=50)
+    b = generate.write_task("deen", tmp_path / "b", seed=5, n_train=300, n_test=50)
+    c = generate.write_task("deen", tmp_path / "c", seed=6, n_train=300, n_test=50)
     assert [p.rsplit("/", 1)[1] for p in a] == ["train.de", "train.en", "test.de", "test.en"]
     for pa, pb, pc in zip(a, b, c):
         data = open(pa, "rb").read()
@@ -75,12 +75,12 @@ def test_noise_only_in_train_and_removed_by_cleaning(deen, ende):
         assert not any(k for k, noisy in zip(keep, flags) if noisy)
         clean_keep = [k for k, noisy in zip(keep, flags) if not noisy]
         assert sum(clean_keep) / len(clean_keep) >= 0.97
-    test = corpus.generate_translation("deen", 300, seed=1, split="test", with_noise_flags=True)
+    test = demo_grammar.generate_translation("deen", 300, seed=1, split="test", with_noise_flags=True)
     assert not any(noisy for *_, noisy in test) and all(moses_keep(test))
 
 
 def test_train_and_test_do_not_overlap(deen):
-    test = corpus.generate_translation("deen", 1000, seed=1, split="test")
+    test = demo_grammar.generate_translation("deen", 1000, seed=1, split="test")
     assert not {en for _, en, _ in deen} & {en for _, en in test}
     assert len({en for _, en in test}) > 900  # a different stream, not one sentence repeated
 
@@ -100,7 +100,7 @@ def test_ende_is_larger_and_longer_than_deen(deen, ende):
 def test_glue_files(tmp_path):
     for task, header, labels in (("mrpc", ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"], {"0", "1"}),
                                  ("rte", ["index", "sentence1", "sentence2", "label"], {"entailment", "not_entailment"})):
-        paths = corpus.write_task(task, tmp_path / task, seed=2, n_train=300, n_test=40)
+        paths = generate.write_task(task, tmp_path / task, seed=2, n_train=300, n_test=40)
         assert [p.rsplit("/", 1)[1] for p in paths] == ["train.tsv", "dev.tsv"]
         for path, n in zip(paths, (300, 40)):
             with open(path, encoding="utf-8") as f:
@@ -121,12 +121,12 @@ def test_glue_files(tmp_path):
 
 def test_mono_documents_and_cli(tmp_path):
     parser = argparse.ArgumentParser()
-    corpus.add_arguments(parser)
+    generate.add_arguments(parser)
     args = parser.parse_args(["--task", "mono", "--seed", "3", "--out-dir", str(tmp_path), "--n-train", "20", "--n-test", "4"])
-    corpus.run(args)
+    generate.run(args)
     text = (tmp_path / "train.txt").read_text(encoding="utf-8")
     docs = text.rstrip("\n").split("\n\n")
     assert len(docs) == 20 and not text.startswith("\n") and "\n\n\n" not in text
     assert all(3 <= len(d.split("\n")) <= 12 for d in docs)
     assert len((tmp_path / "valid.txt").read_text(encoding="utf-8").rstrip("\n").split("\n\n")) == 4
-    assert corpus.generate_documents(5, 3) == corpus.generate_documents(5, 3) != corpus.generate_documents(5, 4)
+    assert demo_grammar.generate_documents(5, 3) == demo_grammar.generate_documents(5, 3) != demo_grammar.generate_documents(5, 4)

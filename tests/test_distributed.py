@@ -6,8 +6,8 @@ import sys
 import pandas as pd
 import pytest
 
-from lnrepro.batching import make_batches
-from lnrepro.data import ParallelData
+from lnrepro.core.batching import make_batches
+from lnrepro.core.data import ParallelData
 
 SAME = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout=0.0, max_tokens=200,
             device="cpu", threads=1, lr=2e-3, warmup=10, epochs=3, seed=3)

@@ -13,8 +13,9 @@ import zipfile
 import pytest
 
 from lnrepro.cli import main
-from lnrepro.prepare.download import ChecksumError, DownloadError, download
+from lnrepro.prepare.download import download
 from lnrepro.prepare.extract import UnsafeArchive, extract
+from lnrepro.prepare.fetching import ChecksumError, DownloadError
 
 UNREACHABLE = "http://127.0.0.1:9/de-en.tgz"  # the discard port: nothing listens, connection refused
 

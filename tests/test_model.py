@@ -3,10 +3,11 @@ import math
 import pytest
 import torch
 
-from lnrepro.batching import pad_right
-from lnrepro.beam import beam_search
-from lnrepro.data import EOS, PAD
-from lnrepro.model import ModelConfig, ResidualSublayer, Transformer, dropout, label_smoothed_loss, sinusoidal_table
+from lnrepro.core.batching import pad_right
+from lnrepro.core.beam import beam_search
+from lnrepro.core.data import EOS, PAD
+from lnrepro.core.model import (ModelConfig, ResidualSublayer, Transformer, dropout, label_smoothed_loss,
+                                sinusoidal_table)
 
 
 def tiny(norm="post", layers=2, d=32, **kw):
@@ -187,13 +188,13 @@ def test_post_ln_gradient_near_output_is_larger_and_depth_independent():
 
 # ---- Admin (Liu et al. §4.3) ---------------------------------------------------------------------
 def test_admin_omega_is_the_running_variance_ratio():
-    from lnrepro.admin import omegas_from_profile
+    from lnrepro.core.admin import omegas_from_profile
     # r1 = 1; r2 = sqrt(1*1 + 3) = 2; r3 = sqrt(0.5*4 + 7) = 3
     assert omegas_from_profile([(1.0, 3.0), (0.5, 7.0), (1.0, 1.0)]) == pytest.approx([1.0, 2.0, 3.0])
 
 
 def test_admin_profiling_on_a_tiny_model_grows_with_depth_and_loads():
-    from lnrepro.admin import load_omegas, profile
+    from lnrepro.core.admin import load_omegas, profile
     torch.manual_seed(0)
     m = Transformer(tiny("admin", layers=3))
     src, prev = torch.randint(4, 50, (4, 9)), torch.randint(4, 50, (4, 7))

@@ -50,10 +50,11 @@ import torch
 import yaml
 
 from fabricate import fabricate_iwslt, fabricate_wmt, pin_archives
-from lnrepro import finetune, probe
-from lnrepro.bert import BertClassifier, load_bert
-from lnrepro.pretrain import MaskedLMTask, PretrainConfig, pretrain
-from lnrepro.train import TrainConfig, train
+from lnrepro.analyses import probe_gradients as probe
+from lnrepro.training import finetune
+from lnrepro.core.bert import BertClassifier, load_bert
+from lnrepro.training.pretrain import MaskedLMTask, PretrainConfig, pretrain
+from lnrepro.core.translation import TrainConfig, train
 from test_bert import TINY as BERT_TINY
 from test_bert import bert_data  # noqa: F401 (a fixture)
 from workflow_helpers import ROOT, snakemake, workflow_copy
@@ -396,7 +397,7 @@ def logged_parameters(log_file):
 
 def transformer_parameters(model, vocab, layers=None):
     """A translation model of the config's size on this vocabulary (embeddings tied as configured)."""
-    from lnrepro.model import ModelConfig, Transformer
+    from lnrepro.core.model import ModelConfig, Transformer
     sizes = {**model, **({"enc_layers": layers, "dec_layers": layers} if layers else {})}
     return sum(p.numel() for p in Transformer(ModelConfig(vocab_size=vocab, **sizes)).parameters())
 

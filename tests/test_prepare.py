@@ -4,8 +4,8 @@ import random
 import pytest
 import torch
 
-from lnrepro import data
 from lnrepro.cli import main
+from lnrepro.core import data
 from lnrepro.prepare import read_parallel
 from lnrepro.prepare.binarize import binarize
 from lnrepro.prepare.bpe_apply import apply_bpe_file

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from lnrepro import gradient_figure, probe
-from lnrepro.batching import make_batches
-from lnrepro.data import Dictionary, ParallelData
-from lnrepro.model import ModelConfig, Transformer
+from lnrepro.analyses import plot_gradients, probe_gradients
+from lnrepro.core.batching import make_batches
+from lnrepro.core.data import Dictionary, ParallelData
+from lnrepro.core.model import ModelConfig, Transformer
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -26,7 +26,7 @@ def tiny_model(toy_data, norm="post", layers=2):
 def test_norm_of_the_mean_gradient_is_at_most_the_mean_norm(toy_data):
     data = ParallelData.load(toy_data / "train.pt")
     batches = make_batches(data, 200, seed=1)[:3]
-    stats, sq = probe.probe(tiny_model(toy_data), data, batches, 0.1)
+    stats, sq = probe_gradients.probe(tiny_model(toy_data), data, batches, 0.1)
     assert len(stats) == 2 * 2 * 2  # 2 encoder + 2 decoder FFNs, W1 and W2
     for expected, mean in stats.values():
         assert 0 < expected <= mean + 1e-9
@@ -35,18 +35,18 @@ def test_norm_of_the_mean_gradient_is_at_most_the_mean_norm(toy_data):
 
 def test_with_one_batch_both_statistics_agree(toy_data):
     data = ParallelData.load(toy_data / "train.pt")
-    stats, _ = probe.probe(tiny_model(toy_data, "pre"), data, make_batches(data, 200, seed=1)[:1], 0.1)
+    stats, _ = probe_gradients.probe(tiny_model(toy_data, "pre"), data, make_batches(data, 200, seed=1)[:1], 0.1)
     for expected, mean in stats.values():
         assert expected == pytest.approx(mean, rel=1e-6)
 
 
 def test_ffn_sublayers_are_numbered_encoder_then_decoder(toy_data):
     model = tiny_model(toy_data, layers=3)
-    sides = [(side, i) for side, i, _ in probe.ffn_sublayers(model)]
+    sides = [(side, i) for side, i, _ in probe_gradients.ffn_sublayers(model)]
     assert sides == [("enc", 1), ("enc", 2), ("enc", 3), ("dec", 1), ("dec", 2), ("dec", 3)]
-    assert probe.last_norm_input(model) is model.decoder.layers[-1].ffn_block.layer_norm
+    assert probe_gradients.last_norm_input(model) is model.decoder.layers[-1].ffn_block.layer_norm
     pre = tiny_model(toy_data, "pre")
-    assert probe.last_norm_input(pre) is pre.decoder.final_norm
+    assert probe_gradients.last_norm_input(pre) is pre.decoder.final_norm
 
 
 def write_metrics(path, rows):
@@ -60,7 +60,7 @@ def write_metrics(path, rows):
 def test_checkpoint_after_picks_the_epoch_where_warmup_ended(tmp_path, warmup, epoch):
     write_metrics(tmp_path / "metrics.csv", [{"epoch": e, "updates": 80 * e, "diverged": 0,
                                              "checkpoint": f"checkpoints/epoch{e}.pt"} for e in (1, 2, 3)])
-    path, got = probe.checkpoint_after(tmp_path / "metrics.csv", warmup)
+    path, got = probe_gradients.checkpoint_after(tmp_path / "metrics.csv", warmup)
     assert got == epoch and path == tmp_path / f"checkpoints/epoch{epoch}.pt"
 
 
@@ -68,9 +68,9 @@ def test_checkpoint_after_refuses_a_run_that_ended_or_diverged_before(tmp_path):
     write_metrics(tmp_path / "metrics.csv", [{"epoch": 1, "updates": 80, "diverged": 0, "checkpoint": "checkpoints/epoch1.pt"},
                                              {"epoch": 2, "updates": 160, "diverged": 1, "checkpoint": ""}])
     with pytest.raises(SystemExit, match="diverged"):
-        probe.checkpoint_after(tmp_path / "metrics.csv", 100)
+        probe_gradients.checkpoint_after(tmp_path / "metrics.csv", 100)
     with pytest.raises(SystemExit, match="before warm-up ended"):
-        probe.checkpoint_after(tmp_path / "metrics.csv", 1000)
+        probe_gradients.checkpoint_after(tmp_path / "metrics.csv", 1000)
 
 
 def probe_args(toy_data, out, **kw):
@@ -84,7 +84,7 @@ def probe_args(toy_data, out, **kw):
 
 def test_probe_command_at_init_and_after_warmup(toy_data, tmp_path):
     init, after = tmp_path / "init", tmp_path / "after"
-    probe.run(probe_args(toy_data, init, norm="pre"))
+    probe_gradients.run(probe_args(toy_data, init, norm="pre"))
     grads = pd.read_csv(init / "grads.csv")
     assert len(grads) == 2 * 4 * 2  # seeds x FFN sub-layers x matrices
     assert set(grads.state) == {"init"} and set(grads.norm) == {"pre"} and sorted(set(grads["index"])) == [1, 2, 3, 4]
@@ -97,7 +97,8 @@ def test_probe_command_at_init_and_after_warmup(toy_data, tmp_path):
                tmp_path / "run" / "checkpoints" / "epoch2.pt")
     write_metrics(tmp_path / "run" / "metrics.csv", [{"epoch": e, "updates": 10 * e, "diverged": 0,
                                                      "checkpoint": f"checkpoints/epoch{e}.pt"} for e in (1, 2, 3)])
-    probe.run(probe_args(toy_data, after, checkpoint_metrics=str(tmp_path / "run" / "metrics.csv"), after_updates=15))
+    probe_gradients.run(probe_args(toy_data, after, checkpoint_metrics=str(tmp_path / "run" / "metrics.csv"),
+                                   after_updates=15))
     grads = pd.read_csv(after / "grads.csv")
     assert set(grads.state) == {"after_warmup"} and set(grads.norm) == {"post"} and set(grads.layers) == {2}
 
@@ -115,7 +116,7 @@ def test_figure_table_holds_every_panel(tmp_path):
                        for n in ("post", "pre") for L in (2, 3)] + [fake_grads("after_warmup", "post", 2, lambda i: 0.01)])
     conc = pd.DataFrame([{"state": "init", "norm": "post", "layers": 2, "seed": s, "epsilon": 0.1, "delta_hat": 0.1 * s,
                           "mean_sq_norm_over_d": 1.5, "positions": 10} for s in (1, 2)])
-    table = gradient_figure.summarize(grads, conc, panel_layers=2)
+    table = plot_gradients.summarize(grads, conc, panel_layers=2)
     ab = table[table.panel == "ab"]
     assert len(ab) == 3 * 4 * 2  # series x layers x matrices (only the 2-2 model's layers)
     post_w1 = ab[(ab.state == "init") & (ab.norm == "post") & (ab.matrix == "W1")]
@@ -124,7 +125,7 @@ def test_figure_table_holds_every_panel(tmp_path):
     assert sorted(cd.x) == [2, 2, 3, 3] and set(cd.matrix) == {"W2"} and set(cd["index"]) == {4, 6}
     c = table[table.panel == "concentration"]
     assert c["mean"].iloc[0] == pytest.approx(0.15)
-    summary = gradient_figure.series_summary(table)
+    summary = plot_gradients.series_summary(table)
     assert set(summary.panel) == {"ab", "cd"}
-    gradient_figure.draw(table, {"title": "t", "panel_layers": 2}, tmp_path / "fig3.pdf")
+    plot_gradients.draw(table, {"title": "t", "panel_layers": 2}, tmp_path / "fig3.pdf")
     assert (tmp_path / "fig3.pdf").read_bytes()[:5] == b"%PDF-"

@@ -11,7 +11,7 @@ prepare-wmt14en2de.sh --icml17 produce for these inputs.
 import pytest
 import yaml
 
-from lnrepro import data
+from lnrepro.core import data
 
 from fabricate import (IWSLT_SETS, IWSLT_SPECIAL, LOCAL, LOCAL_TOK, WMT_TEST, WMT_VALID, debpe, fabricate_iwslt,
                        fabricate_wmt, iwslt_expected, iwslt_train, lines, make_tgz, pin_archives, plain, read, sgm,

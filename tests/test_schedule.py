@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from lnrepro.schedule import Schedule
+from lnrepro.core.schedule import Schedule
 
 
 @pytest.mark.parametrize("n, expected", [

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lnrepro import theory
+from lnrepro.analyses import theory
+from lnrepro.analyses.probing import concentration
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -84,14 +85,14 @@ def test_theorem1_exponents_post_ln_flat_pre_ln_inverse_sqrt():
     ([1.0, 1.0, 1.0, 5.0], 2.0, 0.0),
 ])
 def test_concentration_delta_hat(z, eps, delta):
-    assert theory.concentration(z, (eps,))[eps] == pytest.approx(delta)
+    assert concentration(z, (eps,))[eps] == pytest.approx(delta)
 
 
 def test_gaussian_norm_concentrates_as_the_paper_bound_says():
     """||Y||^2 of a d-dim standard Gaussian is (eps, exp(-d eps^2 / 8))-bounded."""
     d, eps = 512, 0.1
     z = torch.randn(20000, d, generator=torch.Generator().manual_seed(0)).pow(2).sum(1).numpy()
-    assert theory.concentration(z, (eps,))[eps] <= math.exp(-d * eps ** 2 / 8)
+    assert concentration(z, (eps,))[eps] <= math.exp(-d * eps ** 2 / 8)
 
 
 def test_measure_writes_every_check(tmp_path):

@@ -10,8 +10,8 @@ import pytest
 import torch
 from conftest import reversal_pairs
 
-from lnrepro.data import Dictionary, save_split
-from lnrepro.train import TrainConfig, load_model, train
+from lnrepro.core.data import Dictionary, save_split
+from lnrepro.core.translation import TrainConfig, load_model, train
 
 TINY = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout=0.1, max_tokens=200,
             device="cpu", threads=1, log_interval=0.5)
@@ -153,8 +153,8 @@ def test_divergence_is_recorded_not_raised(toy_data, tmp_path):
 
 
 def test_update_freq_accumulates_batches_into_one_update(toy_data, tmp_path):
-    from lnrepro.batching import make_batches
-    from lnrepro.data import ParallelData
+    from lnrepro.core.batching import make_batches
+    from lnrepro.core.data import ParallelData
     n_batches = len(make_batches(ParallelData.load(toy_data / "train.pt"), TINY["max_tokens"], 1))
     cfg = TrainConfig(**TINY, update_freq=2, epochs=2, lr=2e-3, schedule="constant", warmup=0)
     train(cfg, toy_data, tmp_path)

@@ -101,9 +101,9 @@ def common_smk_constant(name):
 def test_workflow_norm_checks_match_the_model_and_trainer():
     """The pairs the config check refuses are the ones the model refuses; the others build and
     Admin profiling gives omegas to the Admin side(s) only. The defaults it assumes are the trainer's."""
-    from lnrepro.admin import profile, set_omegas
-    from lnrepro.model import NORMS, ModelConfig, Transformer
-    from lnrepro.train import TrainConfig
+    from lnrepro.core.admin import profile, set_omegas
+    from lnrepro.core.model import NORMS, ModelConfig, Transformer
+    from lnrepro.core.translation import TrainConfig
 
     refused = common_smk_constant("UNSUPPORTED_NORM_PAIRS")
     src, prev = torch.randint(4, 16, (2, 5)), torch.randint(4, 16, (2, 4))

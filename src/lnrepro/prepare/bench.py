@@ -11,11 +11,11 @@ import sys
 import tempfile
 import time
 
-from .. import corpus
 from . import write_lines
 from .bpe_apply import apply_bpe_file
 from .bpe_learn import learn_joint_bpe
 from .clean import clean_corpus
+from .demo_grammar import generate_translation
 from .lowercase import lowercase_file
 from .tokenize import tokenize_file
 
@@ -33,7 +33,7 @@ def bench(pairs=160_000, threads=(1, 2), merges=10_000, workdir=None):
     with tempfile.TemporaryDirectory(dir=workdir) as d:
         p = lambda name: os.path.join(d, name)  # noqa: E731
         t0 = time.perf_counter()
-        data = corpus.generate_translation("deen", pairs, seed=1)
+        data = generate_translation("deen", pairs, seed=1)
         with open(p("raw.de"), "w", encoding="utf-8") as fde, open(p("raw.en"), "w", encoding="utf-8") as fen:
             write_lines(fde, (de for de, _ in data))
             write_lines(fen, (en for _, en in data))

@@ -8,7 +8,7 @@ import os
 import sys
 from itertools import chain
 
-from .. import data
+from ..core import data
 from . import atomic_path, read_lines, read_parallel
 
 

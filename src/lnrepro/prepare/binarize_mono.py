@@ -1,8 +1,8 @@
 """Dictionary and tensors of the BERT pre-training corpus (BPE'd docs text, train and valid).
 
-dict.txt is lnrepro.data.Dictionary's format counted over train, with the special symbol
+dict.txt is lnrepro.core.data.Dictionary's format counted over train, with the special symbol
 <mask> appended as its last entry (count 0): the BERT code finds it as index["<mask>"].
-{train,valid}.pt are MonoData (lnrepro.mono_data): token ids without </s>, sentence and
+{train,valid}.pt are MonoData (lnrepro.core.mono_data): token ids without </s>, sentence and
 document offsets. Tokens not in the dictionary (valid only) become <unk>.
 """
 import os
@@ -11,8 +11,8 @@ from collections import Counter
 
 import torch
 
-from .. import data
-from ..mono_data import MASK, FlatBuilder, MonoData
+from ..core import data
+from ..core.mono_data import MASK, FlatBuilder, MonoData
 from . import atomic_path, read_lines
 from .documents import read_documents
 
@@ -26,17 +26,11 @@ def bert_dictionary(train_path):
     return data.Dictionary([s for s, _ in ordered] + [MASK], [c for _, c in ordered] + [0])
 
 
-def token_ids(vocab, line):
-    """Ids of a whitespace-tokenized line; no </s>."""
-    index = vocab.index
-    return [index.get(t, data.UNK) for t in line.split()]
-
-
 def encode_documents(vocab, path):
     sentences, doc_offsets = FlatBuilder(), [0]
     for document in read_documents(path):
         for line in document:
-            sentences.append(token_ids(vocab, line))
+            sentences.append(data.token_ids(vocab, line))
         doc_offsets.append(len(sentences))
     tokens, sentence_offsets = sentences.tensors()
     return MonoData(tokens, sentence_offsets, torch.tensor(doc_offsets, dtype=torch.int64))

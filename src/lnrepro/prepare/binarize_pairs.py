@@ -1,16 +1,15 @@
 """Tensors of one GLUE split (BPE'd sentence1/sentence2 line files and 0/1 labels).
 
 Token ids come from the pre-training corpus's dict.txt (the fine-tuned model's vocabulary),
-no </s> appended; tokens it lacks become <unk>. Output: PairData (lnrepro.mono_data).
+no </s> appended; tokens it lacks become <unk>. Output: PairData (lnrepro.core.mono_data).
 """
 import sys
 
 import torch
 
-from .. import data
-from ..mono_data import FlatBuilder, PairData
+from ..core import data
+from ..core.mono_data import FlatBuilder, PairData
 from . import atomic_path, read_parallel
-from .binarize_mono import token_ids
 
 
 def binarize_pairs(dict_path, s1_path, s2_path, labels_path, out):
@@ -19,8 +18,8 @@ def binarize_pairs(dict_path, s1_path, s2_path, labels_path, out):
     for number, (a, b, label) in enumerate(read_parallel([s1_path, s2_path, labels_path]), start=1):
         if label not in ("0", "1"):
             raise ValueError(f"{labels_path}, line {number}: label '{label}' is not 0 or 1")
-        s1.append(token_ids(vocab, a))
-        s2.append(token_ids(vocab, b))
+        s1.append(data.token_ids(vocab, a))
+        s2.append(data.token_ids(vocab, b))
         labels.append(int(label))
     pairs = PairData(*s1.tensors(), *s2.tensors(), torch.tensor(labels, dtype=torch.int64))
     with atomic_path(out) as tmp:

@@ -1,5 +1,10 @@
 """Copy a UTF-8 text file line by line (the tok/ stage of a corpus that is already tokenized)."""
-from .local import copy_text
+from . import atomic_open, read_lines, write_lines
+
+
+def copy_text(in_path, out_path):
+    with atomic_open(out_path) as out:
+        write_lines(out, read_lines(in_path))
 
 
 def add_arguments(p):

@@ -13,77 +13,21 @@ no network while its login node does).
 import hashlib
 import http.client
 import os
-import signal
-import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from contextlib import contextmanager
 
-CHUNK = 1 << 20
-
-
-class DownloadError(Exception):
-    """A download that cannot succeed; the message is the whole explanation."""
-
-
-class ChecksumError(DownloadError):
-    pass
+from .fetching import (CHUNK, ChecksumError, DownloadError, checksum_mismatch, log_line, own_temporary,
+                       run_command, verify_present)
 
 
 class _Retryable(Exception):
     pass
 
 
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(CHUNK):
-            h.update(block)
-    return h.hexdigest()
-
-
-def checksum_mismatch(what, expected, actual, outcome):
-    """The one wording of a wrong sha256: both hashes, then what became of the file."""
-    return f"sha256 mismatch for {what}:\n  expected {expected}\n  actual   {actual}\n{outcome}"
-
-
-def verify_present(path, sha256):
-    """The sha256 of a file this call did not create; a mismatch raises ChecksumError and
-    leaves the file as it is (it may have been placed by hand: the tool cannot tell)."""
-    actual = sha256_of(path)
-    if sha256 and actual != sha256.lower():
-        raise ChecksumError(checksum_mismatch(
-            path, sha256.lower(), actual,
-            "The file was left untouched (this run did not create it; it may have been placed by hand). "
-            "Delete it to download it again, or correct the sha256 in the config."))
-    return actual
-
-
-@contextmanager
-def own_temporary(path, create, remove):
-    """`path` made by create(path), removed by remove(path) if the block fails. create must
-    fail on an existing path (os.mkdir, open(..., "x")): one that exists was not made by this
-    call, so it is refused, never overwritten or removed."""
-    try:
-        create(path)
-    except FileExistsError:
-        raise DownloadError(f"{path} already exists and this run did not create it (left by an interrupted "
-                            f"run?); it was left untouched: delete it yourself and rerun") from None
-    try:
-        yield path
-    except BaseException:
-        remove(path)
-        raise
-
-
 def _create_file(path):
     open(path, "xb").close()
-
-
-def _log(log, msg):
-    print(msg, file=log or sys.stderr, flush=True)
 
 
 def _local_path(url):
@@ -152,20 +96,20 @@ def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None
     name = os.path.basename(out)
     if os.path.exists(out):  # no marker tells whether this tool wrote it: a mismatch keeps it
         actual = verify_present(out, sha256)
-        _log(log, f"download: {out} already present (sha256 {actual}); nothing downloaded")
+        log_line(log, f"download: {out} already present (sha256 {actual}); nothing downloaded")
         return actual
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     errors = []
     with own_temporary(f"{out}.tmp", _create_file, os.remove) as tmp:
         for attempt in range(1, retries + 1):
             try:
-                _log(log, f"download: {url} -> {out} (attempt {attempt}/{retries})")
+                log_line(log, f"download: {url} -> {out} (attempt {attempt}/{retries})")
                 t0 = time.time()
                 size, actual = _fetch_once(url, tmp, timeout)
                 break
             except _Retryable as e:
                 errors.append(str(e))
-                _log(log, f"download: attempt {attempt} failed: {e}")
+                log_line(log, f"download: attempt {attempt} failed: {e}")
                 if attempt < retries:
                     time.sleep(backoff * 2 ** (attempt - 1))
         else:
@@ -178,9 +122,9 @@ def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None
                 "The downloaded file was removed (nothing is kept). Check the URL and the sha256 in the config."))
         os.replace(tmp, out)
     rate = size / max(time.time() - t0, 1e-6) / 1e6
-    _log(log, f"download: {name}: {size} bytes ({rate:.1f} MB/s), sha256 {actual}")
+    log_line(log, f"download: {name}: {size} bytes ({rate:.1f} MB/s), sha256 {actual}")
     if sha256 is None:
-        _log(log, f"WARNING: no sha256 configured for {name}: not verified. To pin it, set\n"
+        log_line(log, f"WARNING: no sha256 configured for {name}: not verified. To pin it, set\n"
                   f"  sha256: {actual}\nfor {url} in the config.")
     return actual
 
@@ -195,36 +139,6 @@ def add_arguments(p):
     p.add_argument("--timeout", type=float, default=60, help="socket timeout in seconds (default 60)")
     p.add_argument("--log", default=None,
                    help="progress goes here (appended); a failure is also printed to stderr")
-
-
-@contextmanager
-def _exit_on_sigterm(command):
-    """A job its scheduler terminates (SIGTERM) still runs its clean-up, so it leaves no
-    `OUT.tmp` behind that the next run would have to refuse."""
-    def terminate(signum, frame):
-        raise SystemExit(f"lnrepro {command}: terminated (SIGTERM)")
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def run_command(command, log_path, work):
-    """Run work(log) as `lnrepro COMMAND`: a DownloadError ends it with one message on stderr
-    (and in the log, appended to log_path), never a traceback."""
-    log = open(log_path, "a", encoding="utf-8") if log_path else None
-    try:
-        with _exit_on_sigterm(command):
-            work(log)
-    except DownloadError as e:
-        message = f"lnrepro {command}: ERROR: {e}"
-        if log:
-            _log(log, message)
-        sys.exit(message)
-    finally:
-        if log:
-            log.close()
 
 
 def run(args):

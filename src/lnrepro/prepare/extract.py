@@ -20,7 +20,7 @@ import tarfile
 import zipfile
 import zlib
 
-from .download import DownloadError, own_temporary, run_command, verify_present
+from .fetching import DownloadError, own_temporary, run_command, verify_present
 
 
 class UnsafeArchive(DownloadError):

@@ -1,14 +1,12 @@
-"""A user's own parallel text as a corpus's raw folder, and a plain checked copy of a text file.
+"""A user's own parallel text as a corpus's raw folder.
 
 `prepare-local` copies train/test (and, if given, valid) source/target files into
 OUT/{split}.{lang}, checking that they are UTF-8 and that both sides have as many lines.
-`copy_text` copies one file (`lnrepro copy-text`: the tok/ stage of a corpus whose files are
-already tokenized).
 """
 import os
 import sys
 
-from . import atomic_open, read_lines, read_parallel, write_lines
+from . import read_parallel
 from .sources import log, raw_directory
 
 
@@ -32,11 +30,6 @@ def prepare_local(src_lang, tgt_lang, out_dir, train, test, valid=None):
                                         os.path.join(tmp, f"{split}.{tgt_lang}"))
             log(f"prepare-local: {split}: {counts[split]} lines <- {s}, {t}")
     return counts
-
-
-def copy_text(in_path, out_path):
-    with atomic_open(out_path) as out:
-        write_lines(out, read_lines(in_path))
 
 
 def add_arguments(p):

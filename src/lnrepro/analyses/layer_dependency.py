@@ -21,13 +21,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from .batching import collate, make_batches  # noqa: E402
-from .data import PAD, Dictionary, ParallelData  # noqa: E402
-from .figures import NORM_LABELS, save_figure  # noqa: E402
-from .model import ModelConfig, Transformer  # noqa: E402
-from .probe import pick_batches  # noqa: E402
-from .sublayer_probe import init_model  # noqa: E402
-from .train import load_model  # noqa: E402
+from ..core.batching import collate, make_batches  # noqa: E402
+from ..core.data import PAD, Dictionary, ParallelData  # noqa: E402
+from ..core.model import ModelConfig, Transformer  # noqa: E402
+from ..core.translation import load_model  # noqa: E402
+from .plotting import NORM_LABELS, save_figure  # noqa: E402
+from .probing import init_model, pick_batches  # noqa: E402
 
 LN_EPS = 1e-5
 STATES = ("init", "trained")

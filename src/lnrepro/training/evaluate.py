@@ -14,12 +14,12 @@ from pathlib import Path
 
 import torch
 
-from .batching import pad_right
-from .beam import beam_search
-from .bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
-from .data import Dictionary, ParallelData
-from .loop import write_csv
-from .train import load_model, pick_device
+from ..core.batching import pad_right
+from ..core.beam import beam_search
+from ..core.bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
+from ..core.data import Dictionary, ParallelData
+from ..core.loop import pick_device, write_csv
+from ..core.translation import load_model
 
 COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen",
            "sentences", "sentences_per_s", "signature", "averaged"]

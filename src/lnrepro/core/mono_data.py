@@ -1,7 +1,7 @@
 """Binarized BERT data: the pre-training corpus (MonoData) and GLUE sentence pairs (PairData).
 
 Both are ``torch.save``d dicts of plain tensors, loadable with ``weights_only=True``; token ids
-come from the pre-training corpus's dictionary (lnrepro.data.Dictionary's format, with <mask>
+come from the pre-training corpus's dictionary (lnrepro.core.data.Dictionary's format, with <mask>
 as its last symbol) and no </s> is appended: the BERT code adds its own [CLS]/[SEP] framing.
 
 - MonoData: ``tokens`` int32, every sentence's ids one after another; ``sentence_offsets``

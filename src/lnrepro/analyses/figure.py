@@ -15,9 +15,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .plotting import NORM_LABELS, save_figure  # noqa: E402
+
 METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
                  "grad_norm": "gradient norm", "lr": "learning rate"}
-NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin"}
 
 
 def add_arguments(p):
@@ -116,12 +117,3 @@ def run(args):
         final_values(table).to_csv(args.summary, index=False)
     draw(spec, table, args.pdf)
     return 0
-
-
-def save_figure(fig, title, pdf, tight=True):
-    """Every figure of the package ends the same way: its title, the PDF, the memory freed."""
-    fig.suptitle(title, fontsize=11)
-    if tight:
-        fig.tight_layout()
-    fig.savefig(pdf)
-    plt.close(fig)

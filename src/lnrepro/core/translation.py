@@ -1,6 +1,7 @@
-"""Train one translation run: token batches, label smoothing, per-epoch checkpoints and metrics.
+"""Translation training: a run's settings, its task for the loop, and loading its checkpoints.
 
-The loop itself (optimizer, schedule, DDP, divergence, checkpoints, resume) is lnrepro.loop's,
+One run trains on token batches with label smoothing, with per-epoch checkpoints and metrics.
+The loop itself (optimizer, schedule, DDP, divergence, checkpoints, resume) is lnrepro.core.loop's,
 shared with BERT pre-training; this module is what makes it translation: the encoder-decoder
 model, fairseq's token batches of sentence pairs and the label-smoothed loss.
 """
@@ -10,11 +11,10 @@ from pathlib import Path
 
 import torch
 
-from . import launch
+from .admin import load_omegas
 from .batching import collate, epoch_order, make_batches
 from .data import PAD, Dictionary, ParallelData
-from .loop import (LN2, OPTIMIZERS, LoopConfig, add_config_arguments, build_optimizer, config_args,  # noqa: F401
-                   config_from_args, dropout_seed, data_files, file_digests, fit, pick_device, resume_state)
+from .loop import LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit
 from .model import ModelConfig, Transformer, label_smoothed_loss
 
 
@@ -42,17 +42,11 @@ class TrainConfig(LoopConfig):
         return ModelConfig(vocab_size=vocab_size, **{k: v for k, v in self.as_dict().items() if k in names})
 
 
-def add_arguments(p):
+def add_train_arguments(p):
+    """A run's flags: its data, its run dir and every TrainConfig setting (`train`, `admin-profile`)."""
     p.add_argument("--data", required=True, help="binarized data dir (dict.txt, train.pt, valid.pt)")
     p.add_argument("--out", required=True, help="run dir: metrics.csv and checkpoints/")
     add_config_arguments(p, TrainConfig)
-
-
-def run(args):
-    cfg = config_from_args(TrainConfig, args)
-    if launch.run(args.nodes, args.gpus, cfg.threads, ["--data", args.data, "--out", args.out] + config_args(cfg)):
-        return 0  # not reached: the launch replaced this process
-    return train(cfg, Path(args.data), Path(args.out))
 
 
 class TranslationTask:
@@ -82,7 +76,6 @@ class TranslationTask:
         if self.uses_omega():
             if not self.cfg.admin_omega:
                 raise SystemExit("norm 'admin' needs --admin-omega (the output of `lnrepro admin-profile`)")
-            from .admin import load_omegas  # admin imports this module
             load_omegas(model, self.cfg.admin_omega)
         return model
 

@@ -23,9 +23,9 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .bert import BertClassifier, load_bert, pad_batch, pair_input
-from .loop import log
-from .mono_data import PairData
+from ..core.bert import BertClassifier, load_bert, pad_batch, pair_input
+from ..core.loop import log
+from ..core.mono_data import PairData
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,

@@ -21,12 +21,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from .batching import collate  # noqa: E402
-from .data import PAD  # noqa: E402
-from .figures import NORM_LABELS, save_figure  # noqa: E402
-from .model import ModelConfig, label_smoothed_loss  # noqa: E402
-from .probe import pick_batches  # noqa: E402
-from .sublayer_probe import add_init_probe_arguments, init_model, load_init_probe  # noqa: E402
+from ..core.batching import collate  # noqa: E402
+from ..core.data import PAD  # noqa: E402
+from ..core.model import ModelConfig, label_smoothed_loss  # noqa: E402
+from .plotting import NORM_LABELS, save_figure  # noqa: E402
+from .probing import add_init_probe_arguments, init_model, load_init_probe, pick_batches  # noqa: E402
 
 KINDS = ("random", "adam")
 FIT_COLUMNS = ["norm", "kind", "growth", "slope", "intercept", "r", "better_fit"]

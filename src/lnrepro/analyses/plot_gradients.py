@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .figures import save_figure  # noqa: E402
+from .plotting import save_figure  # noqa: E402
 
 SERIES = [("init", "post", "Post-LN (init)", "tab:red", "o-"),
           ("init", "pre", "Pre-LN (init)", "tab:blue", "s-"),

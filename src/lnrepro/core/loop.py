@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from . import __version__
+from .. import __version__
 from .schedule import SCHEDULES, Schedule
 
 OPTIMIZERS = ("adam", "sgd", "radam")
@@ -122,7 +122,7 @@ def add_config_arguments(p, config_class):
             p.add_argument(flag, type=type(f.default), default=f.default)
     p.add_argument("--nodes", type=int, default=1, help="nodes to train on (several: inside a SLURM job, via srun)")
     p.add_argument("--gpus", type=int, default=1,
-                   help="processes per node: one per GPU (CPU workers with --device cpu); see lnrepro.launch")
+                   help="processes per node: one per GPU (CPU workers with --device cpu); see lnrepro.core.launch")
 
 
 def config_from_args(config_class, args, skip=()):

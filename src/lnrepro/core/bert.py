@@ -4,7 +4,7 @@ The layers are model.py's EncoderLayer, so Post-LN and Pre-LN differ exactly as 
 translation model (Pre-LN adds the final LayerNorm). What is BERT's own: learned positions,
 segment embeddings, LayerNorm on the embeddings, GELU, N(0, 0.02) initialization, the masked-LM
 head tied to the token embedding, and optional next-sentence / classification heads on [CLS].
-[CLS] and [SEP] are the dictionary's <s> and </s>; [MASK] is the symbol ``<mask>``.
+[CLS] and [SEP] are the dictionary's <s> and </s>; [MASK] is the symbol ``<mask>`` (core.mono_data.MASK).
 """
 from dataclasses import dataclass
 
@@ -14,10 +14,8 @@ import torch.nn.functional as F
 
 from .data import BOS, EOS, PAD
 from .model import EncoderLayer, ModelConfig, dropout
-from .mono_data import MASK
 
 CLS, SEP = BOS, EOS
-MASK_SYMBOL = MASK  # the dictionary's last symbol (lnrepro.prepare.binarize_mono)
 
 
 @dataclass(frozen=True)

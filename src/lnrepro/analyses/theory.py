@@ -3,7 +3,7 @@
 The paper's simplified setting (§3.3, "Parameter Initialization"): single-head attention, every
 matrix d x d, W^Q = W^K = 0 (attention is uniform), every other matrix Xavier-Gaussian N(0, 1/d),
 zero biases, LayerNorm with gamma = 1 and beta = 0, and i.i.d. N(0, I_d) input vectors. The
-layers are model.py's own EncoderLayer, re-initialized that way, so the check covers our model.
+layers are lnrepro.core.model's own EncoderLayer, re-initialized that way, so the check covers our model.
 
 Indexing: x^{pre}_l here is the hidden state after l layers (x^{pre}_0 is the input, E||x||^2 = d),
 the reading under which Lemma 2's bounds (1 + l/2)d <= E||x^{pre}_l||^2 <= (1 + 3l/2)d hold for
@@ -19,10 +19,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .model import EncoderLayer, ModelConfig
-from .train import pick_device
+from ..core.loop import pick_device
+from ..core.model import EncoderLayer, ModelConfig
+from .probing import concentration
 
-EPSILONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # epsilon grid of the concentration property
 LN_EPS = 1e-5
 
 
@@ -43,7 +43,7 @@ def paper_init_(layer, generator):
 
 
 def simplified_stack(d, layers, norm, seed, device="cpu"):
-    """`layers` encoder layers of model.py (single head, FFN d x d, no dropout) in the paper's init."""
+    """`layers` encoder layers of lnrepro.core.model (single head, FFN d x d, no dropout) in the paper's init."""
     cfg = ModelConfig(vocab_size=4, d_model=d, ffn_dim=d, heads=1, enc_layers=layers, dropout=0.0,
                       enc_norm=norm, dec_norm=norm)
     gen = torch.Generator().manual_seed(seed)
@@ -94,13 +94,6 @@ def ln_jacobian_spectral_norm(x):
 def fitted_exponent(x, y):
     """Least-squares slope of log y against log x: y ~ x^slope."""
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
-
-
-def concentration(z, epsilons=EPSILONS):
-    """delta-hat(epsilon) = P((Z - EZ)/EZ > epsilon) over samples z (Definition 1)."""
-    z = np.asarray(z, dtype=float)
-    rel = (z - z.mean()) / z.mean()
-    return {eps: float((rel > eps).mean()) for eps in epsilons}
 
 
 def lemma2_rows(d, layers, seeds, sequences, positions, device="cpu"):
@@ -207,7 +200,7 @@ def draw(points, summary, title, pdf, d):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .figures import save_figure
+    from .plotting import save_figure
 
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     colors = {"post": "tab:red", "pre": "tab:blue"}

@@ -32,7 +32,7 @@ class ModelConfig:
     share_all_embeddings: bool = False  # encoder embedding = decoder embedding = output projection
     max_positions: int = 1024
     fused_attention: bool = True  # F.scaled_dot_product_attention; False = the plain path below
-    activation: str = "relu"  # of the FFN; BERT (lnrepro.bert) uses gelu
+    activation: str = "relu"  # of the FFN; BERT (lnrepro.core.bert) uses gelu
 
     def __post_init__(self):
         for side in ("enc_norm", "dec_norm"):
@@ -149,7 +149,7 @@ class ResidualSublayer(nn.Module):
         if norm == "admin":
             # omega, set from the profiling pass (Liu et al. §4.3); 1 = plain Post-LN
             self.omega = nn.Parameter(torch.ones(d_model))
-            self.profile = None  # a list during Admin's profiling pass (lnrepro.admin)
+            self.profile = None  # a list during Admin's profiling pass (lnrepro.core.admin)
 
     def forward(self, x, fn):
         if self.norm == "post":  # Xiong et al. Table 1: x_{l+1} = LN(x_l + F(x_l))

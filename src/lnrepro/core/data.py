@@ -65,6 +65,12 @@ class Dictionary:
         return text
 
 
+def token_ids(vocab, line):
+    """Ids of a whitespace-tokenized line; no </s> (the BERT corpora's sentences, core.mono_data)."""
+    index = vocab.index
+    return [index.get(t, UNK) for t in line.split()]
+
+
 def pack(sentences):
     """List of id lists -> (flat int32 tokens, int64 offsets of length n+1)."""
     lengths = torch.tensor([len(s) for s in sentences], dtype=torch.int64)

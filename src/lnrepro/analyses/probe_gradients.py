@@ -15,14 +15,14 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from .batching import collate, make_batches
-from .data import PAD, Dictionary, ParallelData
-from .model import ModelConfig, Transformer, label_smoothed_loss
-from .theory import EPSILONS, concentration
-from .train import load_model, pick_device
+from ..core.batching import collate, make_batches
+from ..core.data import PAD, Dictionary, ParallelData
+from ..core.loop import pick_device
+from ..core.model import ModelConfig, Transformer, label_smoothed_loss
+from ..core.translation import load_model
+from .probing import EPSILONS, add_model_arguments, concentration, pick_batches
 
 GRAD_COLUMNS = ["state", "norm", "layers", "seed", "side", "layer", "index", "matrix",
                 "expected_grad_norm", "mean_grad_norm", "batches"]
@@ -77,11 +77,6 @@ def probe(model, data, batches, label_smoothing, device="cpu"):
     return stats, torch.cat(sq_norms).float().cpu().numpy()
 
 
-def pick_batches(all_batches, k, seed):
-    rng = np.random.default_rng(seed)
-    return [all_batches[i] for i in rng.choice(len(all_batches), size=min(k, len(all_batches)), replace=False)]
-
-
 def checkpoint_after(metrics_csv, updates):
     """The epoch checkpoint of the first epoch that ended with at least `updates` updates done."""
     with open(metrics_csv, newline="") as f:
@@ -107,26 +102,6 @@ def write_csv(rows, columns, path):
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-
-
-def str2bool(s):
-    return str(s).lower() in ("1", "true", "yes")
-
-
-MODEL_WIDTH = (("d_model", int), ("ffn_dim", int), ("heads", int), ("dropout", float), ("attn_dropout", float),
-               ("act_dropout", float))
-
-
-def add_model_arguments(p, widths, seeds, seeds_help):
-    """Options every probe shares: the width of the model probed (defaults: `widths`), its batches,
-    its seeds and threads. Depth and norms differ between probes and are their own."""
-    for name, kind in MODEL_WIDTH:
-        p.add_argument("--" + name.replace("_", "-"), type=kind, default=widths[name])
-    p.add_argument("--share-all-embeddings", type=str2bool, default=False)
-    p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
-    p.add_argument("--label-smoothing", type=float, default=0.1)
-    p.add_argument("--seeds", type=int, default=seeds, help=seeds_help)
-    p.add_argument("--threads", type=int, default=0)
 
 
 def add_arguments(p):

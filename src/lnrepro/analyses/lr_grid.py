@@ -2,7 +2,7 @@
 
 One heatmap per norm (Post-LN, Pre-LN, Admin): a cell per (lr, beta2) run, coloured by its
 final BLEU and labelled with it, or grey and labelled with its outcome when the run diverged or
-did not converge (outcomes as in lnrepro.admin_tables). The paper: Post-LN diverges in 7 of 15
+did not converge (outcomes as in lnrepro.analyses.outcomes). The paper: Post-LN diverges in 7 of 15
 settings (large lr, small beta2), Pre-LN and Admin in none.
 """
 import json
@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .admin_tables import outcome  # noqa: E402
-from .figures import NORM_LABELS, save_figure  # noqa: E402
+from .outcomes import outcome  # noqa: E402
+from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
 COLUMNS = ["norm", "lr", "beta2", "run", "status", "bleu", "valid_loss", "epochs"]
 

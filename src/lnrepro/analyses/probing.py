@@ -1,24 +1,44 @@
-"""Per-sublayer measurements at initialization (Liu et al. 2020 §3.1, Fig 5 and Table 1).
+"""What the papers' probes share: their options, their batches, the models they probe, what they measure.
 
-A model is built exactly as a run's training starts it (the run's settings and seed, Admin's
-profiled omega), one training batch goes through it with the trainer's loss, and the gradient
-of that loss with respect to every residual sublayer's output is recorded. Liu et al. plot these
-norms relative to the largest of each stack: only the Post-LN decoder loses gradient on its way
-down, at its encoder-attention sublayers.
+- options and batches: the probed model's width (MODEL_WIDTH, add_model_arguments), an init-time
+  probe's data (add_init_probe_arguments, load_init_probe), K training batches drawn by seed;
+- per-sublayer measurements at initialization (Liu et al. 2020 §3.1, Fig 5 and Table 1): a model
+  is built exactly as a run's training starts it (the run's settings and seed, Admin's profiled
+  omega), one training batch goes through it with the trainer's loss, and the gradient of that
+  loss with respect to every residual sublayer's output is recorded. Liu et al. plot these norms
+  relative to the largest of each stack: only the Post-LN decoder loses gradient on its way down,
+  at its encoder-attention sublayers;
+- the concentration property (Xiong et al. 2020 Definition 1), of the probed model's ||x_L||^2
+  and of the simplified stack's alike.
 """
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from .admin import profile, set_omegas
-from .batching import make_batches
-from .data import PAD, Dictionary, ParallelData
-from .model import Transformer, label_smoothed_loss
-from .probe import MODEL_WIDTH, add_model_arguments
+from ..core.admin import profile, set_omegas
+from ..core.batching import make_batches
+from ..core.data import PAD, Dictionary, ParallelData
+from ..core.model import Transformer, label_smoothed_loss
+
+EPSILONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # epsilon grid of the concentration property
 
 # sublayer kinds in forward order within one layer
 ENCODER_KINDS = ("self_attn", "ffn")
 DECODER_KINDS = ("self_attn", "enc_attn", "ffn")
+
+
+def concentration(z, epsilons=EPSILONS):
+    """delta-hat(epsilon) = P((Z - EZ)/EZ > epsilon) over samples z (Definition 1)."""
+    z = np.asarray(z, dtype=float)
+    rel = (z - z.mean()) / z.mean()
+    return {eps: float((rel > eps).mean()) for eps in epsilons}
+
+
+def pick_batches(all_batches, k, seed):
+    """k of the training batches, drawn without replacement by `seed` (a probe's batches per seed)."""
+    rng = np.random.default_rng(seed)
+    return [all_batches[i] for i in rng.choice(len(all_batches), size=min(k, len(all_batches)), replace=False)]
 
 
 def sublayer_labels(model):
@@ -73,7 +93,28 @@ def decoder_bottom_over_top(rows):
     return dec[0]["grad_norm"] / dec[-1]["grad_norm"]
 
 
-# ---- command-line helpers shared by the init-time probes (Fig 2, Fig 5) ----
+# ---- command-line helpers shared by the probes ----
+def str2bool(s):
+    return str(s).lower() in ("1", "true", "yes")
+
+
+MODEL_WIDTH = (("d_model", int), ("ffn_dim", int), ("heads", int), ("dropout", float), ("attn_dropout", float),
+               ("act_dropout", float))
+
+
+def add_model_arguments(p, widths, seeds, seeds_help):
+    """Options every probe shares: the width of the model probed (defaults: `widths`), its batches,
+    its seeds and threads. Depth and norms differ between probes and are their own."""
+    for name, kind in MODEL_WIDTH:
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=widths[name])
+    p.add_argument("--share-all-embeddings", type=str2bool, default=False)
+    p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--seeds", type=int, default=seeds, help=seeds_help)
+    p.add_argument("--threads", type=int, default=0)
+
+
+# the init-time probes' (Fig 2, Fig 5) defaults
 TRANSFORMER_BASE = dict(d_model=512, ffn_dim=2048, heads=8, dropout=0.1, attn_dropout=0.0, act_dropout=0.0)
 
 

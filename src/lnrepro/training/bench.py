@@ -17,10 +17,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .beam import beam_search
-from .data import BOS, EOS, PAD
-from .model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table, token_embedding
-from .train import TrainConfig, build_optimizer, pick_device
+from ..core.beam import beam_search
+from ..core.data import BOS, EOS, PAD
+from ..core.loop import build_optimizer, pick_device
+from ..core.model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table, token_embedding
+from ..core.translation import TrainConfig
 
 COLUMNS = ["metric", "ours", "reference", "ratio", "unit", "device", "threads", "config"]
 

@@ -16,13 +16,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .batching import collate  # noqa: E402
-from .figures import NORM_LABELS, save_figure  # noqa: E402
-from .model import ModelConfig  # noqa: E402
-from .probe import pick_batches  # noqa: E402
-from .sublayer_probe import (add_init_probe_arguments, decoder_bottom_over_top, init_model,  # noqa: E402
-                             load_init_probe, output_gradient_norms,
-                             relative_norms, sublayer_labels)
+from ..core.batching import collate  # noqa: E402
+from ..core.model import ModelConfig  # noqa: E402
+from .plotting import NORM_LABELS, save_figure  # noqa: E402
+from .probing import (add_init_probe_arguments, decoder_bottom_over_top, init_model,  # noqa: E402
+                      load_init_probe, output_gradient_norms, pick_batches,
+                      relative_norms, sublayer_labels)
 
 SUMMARY_COLUMNS = ["combination", "enc_norm", "dec_norm", "layers", "decoder_bottom_over_top",
                    "encoder_bottom_over_top", "vanishing", "threshold", "seeds"]

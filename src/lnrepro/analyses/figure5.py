@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .figures import NORM_LABELS, save_figure  # noqa: E402
+from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
 
 def add_arguments(p):

@@ -1,4 +1,4 @@
-"""BERT pre-training with the masked-LM objective (Xiong et al. Fig 5a), on lnrepro.loop's trainer.
+"""BERT pre-training with the masked-LM objective (Xiong et al. Fig 5a), on lnrepro.core.loop's trainer.
 
 A round is ``valid_interval`` updates: after each, the validation loss (bits per masked token)
 and a checkpoint ``checkpoints/epochN.pt`` that fine-tuning reads. Resume, divergence and
@@ -32,12 +32,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import launch
-from .batching import epoch_order, make_batches
-from .bert import CLS, MASK_SYMBOL, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
-from .data import PAD, Dictionary
-from .loop import LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files, file_digests, fit
-from .mono_data import MonoData
+from ..core import launch
+from ..core.batching import epoch_order, make_batches
+from ..core.bert import CLS, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
+from ..core.data import PAD, Dictionary
+from ..core.loop import (LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files,
+                         file_digests, fit)
+from ..core.mono_data import MASK, MonoData
 
 
 @dataclass(frozen=True)
@@ -164,9 +165,9 @@ class MaskedLMTask:
         self.files = data_files(data_dir)
         dict_file, train_file, valid_file = self.files
         vocab = Dictionary.load(dict_file)
-        if MASK_SYMBOL not in vocab.index:
-            raise SystemExit(f"{dict_file} has no {MASK_SYMBOL} symbol (binarize with `lnrepro binarize-mono`)")
-        self.vocab_size, self.mask_id = len(vocab), vocab.index[MASK_SYMBOL]
+        if MASK not in vocab.index:
+            raise SystemExit(f"{dict_file} has no {MASK} symbol (binarize with `lnrepro binarize-mono`)")
+        self.vocab_size, self.mask_id = len(vocab), vocab.index[MASK]
         self.train = MonoData.load(train_file)
         self.valid = MonoData.load(valid_file)
         rng = np.random.default_rng(cfg.seed)  # one stream, phase after phase

@@ -1,24 +1,20 @@
-"""Admin initialization (Liu et al. 2020 §4.3): profile one training batch, write omega.
+"""Admin initialization (Liu et al. 2020 §4.3): omega per sublayer from one profiling pass.
 
 With omega = 1 (plain Post-LN) and dropout on, one forward pass over the first training batch
 records, for every Admin sublayer i in forward order, Var(x_i) of its input and Var(f_i(x_i)) of
 its residual branch (one scalar over the whole tensor). Encoder and decoder accumulate separately:
 r_1 = 1, omega_i = r_i, r_{i+1} = sqrt(Var(x_i * r_i) + Var(f_i(x_i))), so omega_i grows with
 the variance the earlier branches add. The model and batch are exactly those training starts from
-(same seed), and the result is a file the training rule takes as input.
+(same seed; lnrepro.training.admin_profile), and the result is a file the training rule takes
+as input.
 """
 import json
 import math
-import os
-from dataclasses import fields
 from pathlib import Path
 
 import torch
 
-from .batching import collate, epoch_order, make_batches
-from .data import Dictionary, ParallelData
 from .model import ResidualSublayer, Transformer
-from .train import TrainConfig, add_arguments as add_train_arguments, dropout_seed
 
 
 def admin_sublayers(module):
@@ -62,26 +58,3 @@ def set_omegas(model: Transformer, omegas, source="omegas"):
 
 def load_omegas(model: Transformer, path):
     set_omegas(model, json.loads(Path(path).read_text()), path)
-
-
-def add_arguments(p):
-    add_train_arguments(p)  # the run's own settings: same model, seed and first batch as training
-    p.add_argument("--omega-out", required=True, help="omega.json (--out, required by the shared flags, is unused)")
-
-
-def run(args):
-    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "admin_omega"})
-    data_dir = Path(args.data)
-    vocab = Dictionary.load(data_dir / "dict.txt")
-    data = ParallelData.load(data_dir / "train.pt")
-    first = epoch_order(make_batches(data, cfg.max_tokens, cfg.seed), cfg.seed, 1)[0]
-    torch.manual_seed(cfg.seed)  # the initialization training will start from
-    model = Transformer(cfg.model_config(len(vocab)))
-    torch.manual_seed(dropout_seed(cfg.seed, 1))  # epoch 1's dropout stream
-    src, prev, _ = collate(data, first)
-    result = profile(model, src, prev)
-    tmp = f"{args.omega_out}.tmp"
-    Path(tmp).write_text(json.dumps(result, indent=1) + "\n")
-    os.replace(tmp, args.omega_out)
-    print(f"admin: encoder omega {result['encoder']}\nadmin: decoder omega {result['decoder']}")
-    return 0

@@ -1,0 +1,1 @@
+"""The commands that train and score models: train, admin-profile, pretrain, finetune, evaluate, bench."""
