@@ -3,7 +3,7 @@
 #
 # results/data/{corpus}/raw/{split}.{lang} comes from the corpus's source: generate_corpus,
 # prepare_iwslt14 / prepare_wmt14 (from the unpacked archives, download.smk) or prepare_local.
-# Routes, chosen per corpus by wildcard constraints (common.smk):
+# Routes, chosen per corpus by wildcard constraints (helpers below):
 #   every corpus      tokenize (or copy_tokenized: `tokenized: true`) -> tok/{train,test}
 #   IWSLT recipe      clean_corpus (tok/train) -> lowercase -> split_valid (every Nth) -> BPE
 #   clean_after_bpe   lowercase (no cleaning) -> split_valid -> BPE -> clean_bpe (train, valid)
@@ -13,6 +13,143 @@
 
 ruleorder: split_valid > lowercase  # text/{train,valid}: split off, unless the corpus has its own valid set
 ruleorder: clean_bpe > bpe_apply  # bpe{N}/{train,valid}: cleaned after BPE where the corpus says so
+
+
+def corpus_archive_dirs(wildcards):
+    return [f"resources/extracted/{archive_stem(archive_name(a))}" for a in corpus_cfg(wildcards.corpus)["archives"]]
+
+
+# ---- which route a corpus takes ----
+def corpora_where(test):
+    return names_regex([n for n, c in config["corpora"].items() if test(c)]) or "NONE"
+
+
+def source_corpora(source):
+    return corpora_where(lambda c: c["source"] == source)
+
+
+def generated_corpora():
+    return source_corpora("generated")
+
+
+def moses_corpora():
+    return corpora_where(lambda c: not c.get("tokenized", False))
+
+
+def pretokenized_corpora():
+    return corpora_where(lambda c: c.get("tokenized", False))
+
+
+def split_valid_corpora():
+    return corpora_where(lambda c: not has_given_valid(c))
+
+
+def clean_after_bpe_corpora():
+    return corpora_where(lambda c: c.get("clean_after_bpe", False))
+
+
+def lang_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    return f"--src {c['src']} --tgt {c['tgt']}"
+
+
+def wmt_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    flags = f"--src {c['src']} --tgt {c['tgt']} --test-set {shlex.quote(c.get('test_set', 'newstest2014'))}"
+    if c.get("train_corpora"):
+        flags += " --train-corpora " + " ".join(shlex.quote(x) for x in c["train_corpora"])
+    if c.get("valid_set"):
+        flags += f" --valid-set {shlex.quote(c['valid_set'])}"
+    return flags
+
+
+def local_inputs(wildcards):
+    files = corpus_cfg(wildcards.corpus)["files"]
+    return {f"{split}_{side}": files[split][side] for split in ("train", "valid", "test") if split in files
+            for side in ("src", "tgt")}
+
+
+def local_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    files = c["files"]
+    flags = f"--src-lang {c['src']} --tgt-lang {c['tgt']}"
+    for split in ("train", "valid", "test"):
+        if split in files:
+            flags += f" --{split} {shlex.quote(files[split]['src'])} {shlex.quote(files[split]['tgt'])}"
+    return flags
+
+
+def generator_flags(wildcards):
+    g = corpus_cfg(wildcards.corpus)["generator"]
+    return f"--task {g['task']} --seed {g.get('seed', 1)} --n-train {g['n_train']} --n-test {g['n_test']}"
+
+
+def raw_file(wildcards):
+    return f"{data_dir(wildcards.corpus)}/raw/{wildcards.split}.{lang(wildcards.corpus, wildcards.side)}"
+
+
+def tokenizer_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    flags = f"--lang {lang(wildcards.corpus, wildcards.side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
+    if c.get("split_final_period"):
+        flags += " --split-final-period"
+    if c.get("normalize_train") and wildcards.split == "train":  # prepare-wmt14en2de.sh: train only
+        flags += " --normalize-punctuation --remove-non-printing"
+    return flags
+
+
+def clean_flags(wildcards):
+    c = {"min": 1, "max": 175, "ratio": 1.5, **corpus_cfg(wildcards.corpus).get("clean", {})}
+    return f"--min {c['min']} --max {c['max']} --ratio {c['ratio']}"
+
+
+def case_input(wildcards):
+    """Training text is cleaned first, unless the corpus cleans after BPE; valid/test never are."""
+    d = data_dir(wildcards.corpus)
+    if wildcards.part in ("trainvalid", "train"):
+        stage = "tok" if corpus_cfg(wildcards.corpus).get("clean_after_bpe", False) else "clean"
+        return f"{d}/{stage}/train.{wildcards.side}"
+    return f"{d}/tok/{wildcards.part}.{wildcards.side}"
+
+
+def case_flag(wildcards):
+    return "" if corpus_cfg(wildcards.corpus).get("lowercase", False) else "--keep-case"
+
+
+def valid_every(wildcards):
+    return corpus_cfg(wildcards.corpus).get("valid_every", 23)
+
+
+def bpe_files(corpus, merges):
+    d = f"{data_dir(corpus)}/bpe{merges}"
+    return [f"{d}/{split}.{side}" for split in ("train", "valid", "test") for side in ("src", "tgt")]
+
+
+def binarize_inputs(wildcards):
+    """The BPE'd splits, and the count check where the corpus states the recipe's counts."""
+    files = bpe_files(wildcards.corpus, wildcards.merges)
+    if corpus_cfg(wildcards.corpus).get("expected_counts"):
+        files.append(f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}/counts.tsv")
+    return files
+
+
+def count_inputs(wildcards):
+    d = f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
+    return {split: f"{d}/{split}.src" for split in ("train", "valid", "test")}
+
+
+def count_flags(wildcards):
+    c = corpus_cfg(wildcards.corpus)
+    d = f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
+    expect = " ".join(f"{k}={v}" for k, v in sorted(c.get("expected_counts", {}).items()))
+    files = " ".join(f"{split}={d}/{split}.src" for split in ("train", "valid", "test"))
+    source = shlex.quote(f"{wildcards.corpus} ({c['source']})")
+    return f"--source {source} --files {files} --expect {expect}"
+
+
+def bpe_prefix(wildcards):
+    return f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
+
 
 
 rule generate_corpus:
