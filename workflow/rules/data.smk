@@ -9,6 +9,7 @@
 #   clean_after_bpe   lowercase (no cleaning) -> split_valid -> BPE -> clean_bpe (train, valid)
 #   given valid set   (local files.valid, WMT valid_set) tok/valid -> text/valid, no split_valid
 # and check_counts compares the final counts with `expected_counts` (a warning, not an error).
+# bpe_learn serves the BERT pre-training corpora (bert_data.smk) too: the same command on their text.
 
 
 ruleorder: split_valid > lowercase  # text/{train,valid}: split off, unless the corpus has its own valid set
@@ -150,6 +151,17 @@ def count_flags(wildcards):
 def bpe_prefix(wildcards):
     return f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
 
+
+# ---- BPE codes: a translation corpus's joint codes, or a BERT corpus's (results/data/bert/NAME) ----
+def bpe_learn_corpora():
+    return names_regex(list(config["corpora"]) + [f"bert/{name}" for name in config.get("bert_corpora", {})])
+
+
+def bpe_learn_inputs(wildcards):
+    d = data_dir(wildcards.corpus)
+    if wildcards.corpus in config["corpora"]:
+        return [f"{d}/text/train.src", f"{d}/text/train.tgt"]
+    return [f"{d}/text/train.txt"]
 
 
 rule generate_corpus:
@@ -347,10 +359,11 @@ rule split_valid:
 
 rule bpe_learn:
     input:
-        src="results/data/{corpus}/text/train.src",
-        tgt="results/data/{corpus}/text/train.tgt",
+        bpe_learn_inputs,
     output:
         "results/data/{corpus}/bpe{merges}/codes",
+    wildcard_constraints:
+        corpus=bpe_learn_corpora(),
     resources:
         mem_mb=mem_mb("data"),
         runtime=runtime("data"),
@@ -361,7 +374,7 @@ rule bpe_learn:
     benchmark:
         "benchmarks/data/{corpus}/bpe{merges}.learn.tsv"
     shell:
-        "lnrepro bpe-learn --inputs {input.src} {input.tgt} --merges {wildcards.merges} --codes {output} > {log} 2>&1"
+        "lnrepro bpe-learn --inputs {input} --merges {wildcards.merges} --codes {output} > {log} 2>&1"
 
 
 rule bpe_apply:
