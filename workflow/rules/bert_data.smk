@@ -4,7 +4,7 @@
 # generated or real, takes one chain:
 #   documents (generate_bert_documents | prepare_wikipedia + prepare_books: docs text)
 #   -> split_sentences (spaCy) -> tokenize_bert (Moses normalize, tokenize, lowercase)
-#   -> split_bert_documents (199:1 by document) -> bpe_learn (data.smk; train) -> bpe_apply_bert
+#   -> split_bert_documents (199:1 by document) -> bpe_learn (data.smk; train) -> bpe_apply (data.smk)
 #   -> binarize_bert: results/data/bert/{bcorpus}/bin/{dict.txt,train.pt,valid.pt}
 # A GLUE task: generate_glue | RTE.zip unpacked | Microsoft's MRPC files -> prepare_glue (train/dev,
 # labels 0/1) -> tokenize_glue, bpe_apply_glue with its pre-training corpus's tokenization and BPE
@@ -300,28 +300,6 @@ rule split_bert_documents:
     shell:
         "lnrepro split-documents {params.flags} --input {input}"
         " --train-out {output.train} --valid-out {output.valid} > {log} 2>&1"
-
-
-rule bpe_apply_bert:
-    input:
-        codes="results/data/bert/{bcorpus}/bpe{merges}/codes",
-        text="results/data/bert/{bcorpus}/text/{split}.txt",
-    output:
-        "results/data/bert/{bcorpus}/bpe{merges}/{split}.txt",
-    wildcard_constraints:
-        split="train|valid",
-    threads: threads("data")
-    resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
-    conda:
-        "../../envs/lnrepro.yaml"
-    log:
-        "logs/data/bert/{bcorpus}/bpe{merges}.apply.{split}.log",
-    benchmark:
-        "benchmarks/data/bert/{bcorpus}/bpe{merges}.apply.{split}.tsv"
-    shell:
-        "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
 
 
 rule binarize_bert:

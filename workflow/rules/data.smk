@@ -9,7 +9,8 @@
 #   clean_after_bpe   lowercase (no cleaning) -> split_valid -> BPE -> clean_bpe (train, valid)
 #   given valid set   (local files.valid, WMT valid_set) tok/valid -> text/valid, no split_valid
 # and check_counts compares the final counts with `expected_counts` (a warning, not an error).
-# bpe_learn serves the BERT pre-training corpora (bert_data.smk) too: the same command on their text.
+# bpe_learn and bpe_apply serve the BERT pre-training corpora (bert_data.smk) too: the same commands
+# on their text, results/data/bert/NAME/text/{train,valid}.txt.
 
 
 ruleorder: split_valid > lowercase  # text/{train,valid}: split off, unless the corpus has its own valid set
@@ -152,8 +153,8 @@ def bpe_prefix(wildcards):
     return f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
 
 
-# ---- BPE codes: a translation corpus's joint codes, or a BERT corpus's (results/data/bert/NAME) ----
-def bpe_learn_corpora():
+# ---- BPE: a translation corpus's joint codes, or a BERT corpus's (results/data/bert/NAME) ----
+def bpe_corpora():
     return names_regex(list(config["corpora"]) + [f"bert/{name}" for name in config.get("bert_corpora", {})])
 
 
@@ -363,7 +364,7 @@ rule bpe_learn:
     output:
         "results/data/{corpus}/bpe{merges}/codes",
     wildcard_constraints:
-        corpus=bpe_learn_corpora(),
+        corpus=bpe_corpora(),
     resources:
         mem_mb=mem_mb("data"),
         runtime=runtime("data"),
@@ -384,7 +385,9 @@ rule bpe_apply:
     output:
         "results/data/{corpus}/bpe{merges}/{split}.{side}",
     wildcard_constraints:
+        corpus=bpe_corpora(),
         split="train|valid|test",
+        side="src|tgt|txt",  # txt: a BERT corpus's text (train, valid)
     threads: threads("data")
     resources:
         mem_mb=mem_mb("data"),
@@ -393,6 +396,8 @@ rule bpe_apply:
         "../../envs/lnrepro.yaml"
     log:
         "logs/data/{corpus}/bpe{merges}.apply.{split}.{side}.log",
+    benchmark:
+        "benchmarks/data/{corpus}/bpe{merges}.apply.{split}.{side}.tsv"
     shell:
         "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
 
