@@ -3,12 +3,12 @@
 # Microsoft's MRPC files) go through download_archive (download.smk). The pre-training corpus,
 # generated or real, takes one chain:
 #   documents (generate_bert_documents | prepare_wikipedia + prepare_books: docs text)
-#   -> split_sentences (spaCy) -> tokenize_bert (Moses normalize, tokenize, lowercase)
+#   -> split_sentences (spaCy) -> tokenize (data.smk; Moses normalize, tokenize, lowercase)
 #   -> split_bert_documents (199:1 by document) -> bpe_learn (data.smk; train) -> bpe_apply (data.smk)
 #   -> binarize_bert: results/data/bert/{bcorpus}/bin/{dict.txt,train.pt,valid.pt}
 # A GLUE task: generate_glue | RTE.zip unpacked | Microsoft's MRPC files -> prepare_glue (train/dev,
-# labels 0/1) -> tokenize_glue, bpe_apply_glue with its pre-training corpus's tokenization and BPE
-# codes -> binarize_glue with that corpus's dictionary: results/data/glue/{glue_task}/bin/{split}.pt
+# labels 0/1) -> tokenize (data.smk), bpe_apply_glue with its pre-training corpus's tokenization
+# and BPE codes -> binarize_glue with that corpus's dictionary: results/data/glue/{glue_task}/bin/{split}.pt
 
 
 BERT_SOURCES = ("generated", "real")
@@ -104,16 +104,6 @@ def bert_document_files(wildcards):
     return [f"{d}/docs/{part}.txt" for part, key in (("wikipedia", "wikipedia"), ("books", "books_dir")) if c.get(key)]
 
 
-def tokenizer_flags_of(bcorpus):
-    """Moses as Xiong et al. (supplementary 1.3): normalize, tokenize, lowercase; no XML escaping."""
-    lowercase = bert_corpora()[bcorpus].get("lowercase", True)
-    return "--lang en --no-escape --normalize-punctuation" + (" --lowercase" if lowercase else "")
-
-
-def bert_tokenizer_flags(wildcards):
-    return tokenizer_flags_of(wildcards.bcorpus)
-
-
 def split_flags(wildcards):
     c = bert_cfg(wildcards)
     return f"--ratio {c.get('valid_ratio', 199)} --seed {c.get('split_seed', 1)}"
@@ -165,11 +155,6 @@ def glue_prepare_flags(wildcards):
     if "folder" in sources:
         return f"--glue-dir {shlex.quote(sources['folder'])}"
     return f"--msr-train {sources['msr_train']} --dev-ids {sources['dev_ids']}"
-
-
-def glue_tokenizer_flags(wildcards):
-    """The tokenization of the pre-training corpus: its vocabulary must cover the task's text."""
-    return tokenizer_flags_of(glue_cfg(wildcards)["bert_corpus"])
 
 
 def glue_codes(wildcards):
@@ -261,27 +246,6 @@ rule split_sentences:
         "lnrepro split-sentences --inputs {input} --threads {threads} --out {output} > {log} 2>&1"
 
 
-rule tokenize_bert:
-    input:
-        "results/data/bert/{bcorpus}/sentences.txt",
-    output:
-        "results/data/bert/{bcorpus}/tok.txt",
-    params:
-        flags=bert_tokenizer_flags,
-    threads: threads("data")
-    resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
-    conda:
-        "../../envs/lnrepro.yaml"
-    log:
-        "logs/data/bert/{bcorpus}/tokenize.log",
-    benchmark:
-        "benchmarks/data/bert/{bcorpus}/tokenize.tsv"
-    shell:
-        "lnrepro tokenize {params.flags} --threads {threads} --input {input} --output {output} > {log} 2>&1"
-
-
 rule split_bert_documents:
     input:
         "results/data/bert/{bcorpus}/tok.txt",
@@ -362,26 +326,6 @@ rule prepare_glue:
         "logs/data/glue/{glue_task}/prepare.log",
     shell:
         "lnrepro prepare-glue --task {wildcards.glue_task} {params.flags} --out-dir {params.out_dir} > {log} 2>&1"
-
-
-rule tokenize_glue:
-    input:
-        "results/data/glue/{glue_task}/raw/{split}.{glue_column}",
-    output:
-        "results/data/glue/{glue_task}/tok/{split}.{glue_column}",
-    wildcard_constraints:
-        split="train|dev",
-    params:
-        flags=glue_tokenizer_flags,
-    resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
-    conda:
-        "../../envs/lnrepro.yaml"
-    log:
-        "logs/data/glue/{glue_task}/tokenize.{split}.{glue_column}.log",
-    shell:
-        "lnrepro tokenize {params.flags} --input {input} --output {output} > {log} 2>&1"
 
 
 rule bpe_apply_glue:

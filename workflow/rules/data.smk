@@ -9,8 +9,9 @@
 #   clean_after_bpe   lowercase (no cleaning) -> split_valid -> BPE -> clean_bpe (train, valid)
 #   given valid set   (local files.valid, WMT valid_set) tok/valid -> text/valid, no split_valid
 # and check_counts compares the final counts with `expected_counts` (a warning, not an error).
-# bpe_learn and bpe_apply serve the BERT pre-training corpora (bert_data.smk) too: the same commands
-# on their text, results/data/bert/NAME/text/{train,valid}.txt.
+# tokenize, bpe_learn and bpe_apply serve the BERT pre-training corpora (bert_data.smk) too: the same
+# commands on their text, results/data/bert/NAME/{sentences.txt,text/{train,valid}.txt}; tokenize
+# serves the GLUE tasks' columns too (results/data/glue/TASK/raw/{train,dev}.{sentence1,sentence2}).
 
 
 ruleorder: split_valid > lowercase  # text/{train,valid}: split off, unless the corpus has its own valid set
@@ -32,10 +33,6 @@ def source_corpora(source):
 
 def generated_corpora():
     return source_corpora("generated")
-
-
-def moses_corpora():
-    return corpora_where(lambda c: not c.get("tokenized", False))
 
 
 def pretokenized_corpora():
@@ -90,12 +87,52 @@ def raw_file(wildcards):
     return f"{data_dir(wildcards.corpus)}/raw/{wildcards.split}.{lang(wildcards.corpus, wildcards.side)}"
 
 
+# ---- tokenize: a translation corpus's tok/{split}.{side}; as the corpora bert/NAME and glue/TASK,
+# a BERT corpus's tok.txt (of its sentences.txt) and a GLUE task's tok/{split}.{sentence1,sentence2}
+# (of its raw/ columns). The output is tok{file}: file is /{split}.{side} or .txt ----
+def tokenize_corpora():
+    return names_regex([n for n, c in config["corpora"].items() if not c.get("tokenized", False)]
+                       + [f"bert/{name}" for name in config.get("bert_corpora", {})]
+                       + [f"glue/{task}" for task in config.get("glue", {})]) or "NONE"
+
+
+def tokenize_text(wildcards):
+    """The file tokenized: the raw file of a translation corpus's split and language, a BERT corpus's
+    sentences, a GLUE task's raw column."""
+    d = data_dir(wildcards.corpus)
+    if wildcards.corpus in config["corpora"]:
+        split, side = wildcards.file[1:].split(".")
+        return f"{d}/raw/{split}.{lang(wildcards.corpus, side)}"
+    if wildcards.corpus.startswith("bert/"):
+        return f"{d}/sentences.txt"
+    return f"{d}/raw{wildcards.file}"
+
+
+def tokenize_input(wildcards):
+    """tokenize_text, or a translation corpus's raw/ folder, which its rule writes as a whole."""
+    if wildcards.corpus in config["corpora"]:
+        return f"{data_dir(wildcards.corpus)}/raw"
+    return tokenize_text(wildcards)
+
+
+def bert_tokenizer_flags(bcorpus):
+    """Moses as Xiong et al. (supplementary 1.3): normalize, tokenize, lowercase; no XML escaping."""
+    lowercase = config["bert_corpora"][bcorpus].get("lowercase", True)
+    return "--lang en --no-escape --normalize-punctuation" + (" --lowercase" if lowercase else "")
+
+
 def tokenizer_flags(wildcards):
+    """A translation corpus's per side and split; a GLUE task takes its pre-training corpus's: that
+    corpus's vocabulary must cover the task's text."""
+    if wildcards.corpus not in config["corpora"]:
+        kind, name = wildcards.corpus.split("/")
+        return bert_tokenizer_flags(name if kind == "bert" else config["glue"][name]["bert_corpus"])
     c = corpus_cfg(wildcards.corpus)
-    flags = f"--lang {lang(wildcards.corpus, wildcards.side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
+    split, side = wildcards.file[1:].split(".")
+    flags = f"--lang {lang(wildcards.corpus, side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
     if c.get("split_final_period"):
         flags += " --split-final-period"
-    if c.get("normalize_train") and wildcards.split == "train":  # prepare-wmt14en2de.sh: train only
+    if c.get("normalize_train") and split == "train":  # prepare-wmt14en2de.sh: train only
         flags += " --normalize-punctuation --remove-non-printing"
     return flags
 
@@ -268,14 +305,14 @@ rule copy_tokenized:
 
 rule tokenize:
     input:
-        "results/data/{corpus}/raw",
+        tokenize_input,
     output:
-        "results/data/{corpus}/tok/{split}.{side}",
+        "results/data/{corpus}/tok{file}",
     wildcard_constraints:
-        corpus=moses_corpora(),
-        split="train|valid|test",
+        corpus=tokenize_corpora(),
+        file="\\.txt|/(?:train|valid|test|dev)\\.(?:src|tgt|sentence1|sentence2)",
     params:
-        raw=raw_file,
+        text=tokenize_text,
         flags=tokenizer_flags,
     threads: threads("data")
     resources:
@@ -284,11 +321,11 @@ rule tokenize:
     conda:
         "../../envs/lnrepro.yaml"
     log:
-        "logs/data/{corpus}/tokenize.{split}.{side}.log",
+        "logs/data/{corpus}/tokenize{file}.log",
     benchmark:
-        "benchmarks/data/{corpus}/tokenize.{split}.{side}.tsv"
+        "benchmarks/data/{corpus}/tokenize{file}.tsv"
     shell:
-        "lnrepro tokenize {params.flags} --threads {threads} --input {params.raw} --output {output} > {log} 2>&1"
+        "lnrepro tokenize {params.flags} --threads {threads} --input {params.text} --output {output} > {log} 2>&1"
 
 
 rule clean_corpus:
