@@ -20,29 +20,29 @@ envvars:
     "PATH",
 
 
+# Each rule file holds its rules and, at its top, their helpers; common.smk (and the resources.smk
+# it includes) what they all use. Each file checks its config section as it is included, so with
+# several config errors the first one reported follows this order.
 include: "workflow/rules/common.smk"
-include: "workflow/rules/cluster.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/data.smk"
-include: "workflow/rules/bert_data_common.smk"
 include: "workflow/rules/bert_data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
-include: "workflow/rules/analysis.smk"
 include: "workflow/rules/probe.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/claims.smk"
-include: "workflow/rules/admin_common.smk"
 include: "workflow/rules/admin.smk"
-include: "workflow/rules/bert_common.smk"
 include: "workflow/rules/bert.smk"
 
 
 rule all:
     input:
         figure_targets(),
-        analysis_targets(),
+        probe_targets(),
+        theory_targets(),
+        claims_targets(),
         admin_targets(),
         bert_targets(),
     default_target: True

@@ -309,9 +309,9 @@ PAPER_TARGETS = ["results/data/bert/wiki_books/bin/train.pt", "results/data/glue
 def test_paper_config_plans_the_real_chain(tmp_path):
     workdir = workflow_copy(tmp_path)
     out = snakemake(workdir, "-n", *PAPER_TARGETS, "--configfile", "config/config.yaml").stdout
-    for rule in ("prepare_wikipedia", "prepare_books", "split_sentences", "tokenize_bert", "split_bert_documents",
-                 "bpe_learn_bert", "bpe_apply_bert", "binarize_bert", "extract_archive", "prepare_glue",
-                 "tokenize_glue", "bpe_apply_glue", "binarize_glue"):
+    for rule in ("prepare_wikipedia", "prepare_books", "split_sentences", "tokenize", "split_bert_documents",
+                 "bpe_learn", "bpe_apply", "binarize_bert", "extract_archive", "prepare_glue",
+                 "bpe_apply_glue", "binarize_glue"):
         assert f"rule {rule}:" in out, rule
     for name in ("enwiki-latest-pages-articles.xml.bz2", "RTE.zip", "msr_paraphrase_train.txt", "mrpc_dev_ids.tsv"):
         assert f"output: resources/downloads/{name}" in out, name

@@ -206,7 +206,7 @@ def test_pretokenized_local_corpus_is_copied_not_tokenized(prepared):
     tok = stage(workdir, "mine_tok", "tok")
     assert read(tok / "train.src") == [p[0] for p in LOCAL_TOK["train"]]  # "&" not escaped again
     assert read(tok / "test.tgt") == ["that &apos;s it ."]
-    assert not list((workdir / "logs/data/mine_tok").glob("tokenize.*"))
+    assert not (workdir / "logs/data/mine_tok/tokenize").exists()  # tokenize logs to tokenize/{split}.{side}.log
     kept = [p for p in LOCAL_TOK["train"] if p[0] != "nein ."]
     text = stage(workdir, "mine_tok", "text")
     assert list(zip(read(text / "valid.src"), read(text / "valid.tgt"))) == kept[9::10]

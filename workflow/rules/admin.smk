@@ -1,7 +1,241 @@
-# Liu et al. 2020 (Admin): Tables 1-2, Fig 2 (output change), Fig 5 (gradient vanishing at init)
-# and Fig 10 (no-warm-up lr x beta2 grid); helpers in admin_common.smk. Training and decoding are
-# the ordinary `train`/`evaluate` jobs of the named runs; these rules probe at initialization
-# (seconds) and assemble.
+# Liu et al. 2020 (Admin): Tables 1-2, Fig 2 (output change), Fig 5 (gradient vanishing at init),
+# Figs 7-8 (layer dependency) and Fig 10 (no-warm-up lr x beta2 grid). Training and decoding are the
+# ordinary `train`/`evaluate`/`evaluate_averaged` jobs of the named runs; these rules probe at
+# initialization (seconds) and assemble. Everything comes from the config's optional `admin:`
+# section; without a subsection its target is simply not in `rule all`.
+
+
+ADMIN_PROBE_KEYS = tuple(k for k in PROBE_KEYS if k != "device")  # width and batches of the probed run
+ADMIN_TARGETS = {  # subsection -> what it draws
+    "gradients": ["results/figures/liu_fig5.pdf"],
+    "output_change": ["results/figures/liu_fig2.pdf"],
+    "table1": ["results/tables/admin_table1.md", "results/tables/admin_table1.csv"],
+    "table2": ["results/tables/admin_table2.md", "results/tables/admin_table2.csv"],
+    "lr_grid": ["results/figures/liu_fig10.pdf"],
+}
+
+
+def admin_cfg(section=None):
+    a = config.get("admin", {})
+    if section is None:
+        return a
+    if section not in a:
+        config_error(f"{ADMIN_TARGETS[section][0]} needs an 'admin.{section}' section")
+    return a[section]
+
+
+def table_runs(section):
+    """Every run a table or grid of the admin section reads, each once."""
+    s = admin_cfg(section)
+    if section == "table1":
+        runs = [r["run"] for r in s["rows"]]
+    elif section == "table2":
+        runs = [run for runs in (*s["runs"].values(), *s.get("seed_runs", {}).values()) for run in runs]
+    else:
+        runs = [c["run"] for c in s["cells"]]
+    return list(dict.fromkeys(runs))
+
+
+def check_admin_config():
+    a = admin_cfg()
+    for section in ("gradients", "output_change"):
+        if section in a and a[section]["run"] not in config["runs"]:
+            config_error(f"admin.{section}.run: '{a[section]['run']}' is not a run ({sorted(config['runs'])})")
+    for section in ("table1", "table2", "lr_grid"):
+        if section in a:
+            for run in table_runs(section):
+                if run not in config["runs"]:
+                    config_error(f"admin.{section}: '{run}' is not a run ({sorted(config['runs'])})")
+    if "table2" in a:
+        t2 = a["table2"]
+        for norm, runs in t2["runs"].items():
+            if len(runs) != len(t2["depths"]):
+                config_error(f"admin.table2.runs.{norm}: {len(runs)} runs for {len(t2['depths'])} depths")
+    for fig, spec in a.get("layer_dependency", {}).items():
+        for run in spec["runs"]:
+            if run not in config["runs"]:
+                config_error(f"admin.layer_dependency.{fig}.runs: '{run}' is not a run ({sorted(config['runs'])})")
+        if len({run_corpus(run) for run in spec["runs"]}) > 1:
+            config_error(f"admin.layer_dependency.{fig}.runs: the runs of one figure must share a corpus")
+    if "table1" in a and "gradients" not in a:
+        config_error("admin.table1 needs admin.gradients (its 'gradient vanishing' column is measured there)")
+
+
+def check_run_is(key, run, says, **want):
+    """One error line at `key` when the run does not train with `want` (`says`: who asks for it)."""
+    values = {k: run_value(run, k) for k in want}
+    have = {k: v for k, v in values.items() if v != want[k]}
+    if have:
+        text = lambda d: ", ".join(f"{k} {d[k]}" for k in have)
+        config_error(f"{key}: {run} has {text(have)}; {says} {text(want)}")
+
+
+def check_admin_run_settings():
+    """Each table cell's run trains what the cell is labelled with (the runs exist: checked above)."""
+    a = admin_cfg()
+    for i, row in enumerate(a.get("table1", {}).get("rows", [])):
+        check_run_is(f"admin.table1.rows[{i}].run", row["run"], "the row says", enc_norm=row["enc"], dec_norm=row["dec"])
+    t2 = a.get("table2", {})
+    for norm, runs in t2.get("runs", {}).items():
+        for i, (run, depth) in enumerate(zip(runs, t2["depths"])):
+            check_run_is(f"admin.table2.runs.{norm}[{i}]", run, f"its norm and depths[{i}] say",
+                         enc_norm=norm, dec_norm=norm, enc_layers=depth, dec_layers=depth)
+    for norm, runs in t2.get("seed_runs", {}).items():
+        first = run_settings(runs[0])
+        for i, run in enumerate(runs):
+            key = f"admin.table2.seed_runs.{norm}[{i}]"
+            check_run_is(key, run, "its norm says", enc_norm=norm, dec_norm=norm)
+            keys = sorted({*first, *run_settings(run)} - {"seed", "description"})
+            check_run_is(key, run, f"the cell's runs differ only in seed, and {runs[0]} has",
+                         **{k: first.get(k, TRAINER_DEFAULTS.get(k)) for k in keys})
+        seeds = [run_value(run, "seed") for run in runs]
+        if len(set(seeds)) < len(seeds):
+            config_error(f"admin.table2.seed_runs.{norm}: seeds {seeds} repeat (one run per seed)")
+    for i, cell in enumerate(a.get("lr_grid", {}).get("cells", [])):
+        check_run_is(f"admin.lr_grid.cells[{i}].run", cell["run"], "the cell says",
+                     enc_norm=cell["norm"], dec_norm=cell["norm"], lr=cell["lr"], adam_beta2=cell["beta2"])
+    for fig, spec in a.get("layer_dependency", {}).items():
+        for i, run in enumerate(spec["runs"]):
+            enc, dec = run_norms(run)
+            if enc != dec:  # the figure labels each run with one norm (its encoder's)
+                config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has enc_norm {enc}, dec_norm {dec}; "
+                             "a figure's run has one norm on both sides")
+
+
+check_admin_config()
+check_admin_run_settings()
+
+
+def admin_targets():
+    targets = [t for section, targets in ADMIN_TARGETS.items() if section in admin_cfg() for t in targets]
+    return targets + [f"results/figures/liu_{fig}.pdf" for fig in admin_cfg().get("layer_dependency", {})]
+
+
+# ---- init-time probes: the named run's corpus, width and batches; depth from the section ----
+def admin_probe_settings(section):
+    return run_settings(admin_cfg(section)["run"])
+
+
+def admin_probe_data(section):
+    files = bin_files(admin_probe_settings(section)["corpus"])
+    return {"dict": files["dict"], "train": files["train"]}
+
+
+def admin_probe_flags(section, keys):
+    s, sec = admin_probe_settings(section), admin_cfg(section)
+    own = {k: sec[k] for k in keys if k in sec}
+    width = cli_flags({k: s[k] for k in ADMIN_PROBE_KEYS if k in s})
+    return f"--data {bpe_dir(s['corpus'])}/bin {width} {cli_flags(own)} --title {shlex.quote(sec['title'])}"
+
+
+def vanishing_data(wildcards):
+    return admin_probe_data("gradients")
+
+
+def vanishing_combinations():
+    """Post/Post and Pre/Pre (drawn), plus every combination of Table 1."""
+    rows = admin_cfg().get("table1", {}).get("rows", [])
+    return list(dict.fromkeys(["post/post", "pre/pre"] + [f"{r['enc']}/{r['dec']}" for r in rows]))
+
+
+def vanishing_flags(wildcards):
+    flags = admin_probe_flags("gradients", ("layers", "seeds", "vanishing_below"))
+    return f"{flags} --combinations {' '.join(vanishing_combinations())}"
+
+
+def output_change_data(wildcards):
+    return admin_probe_data("output_change")
+
+
+def output_change_flags(wildcards):
+    flags = admin_probe_flags("output_change", ("seeds", "delta"))
+    return f"{flags} --depths {' '.join(str(int(n)) for n in admin_cfg('output_change')['depths'])}"
+
+
+# ---- tables and the lr grid: the runs' metrics and (averaged) BLEU ----
+def averaged_checkpoints(run):
+    """Checkpoints averaged for a run's table BLEU: its own entry, else its corpus's, else 0 (none)."""
+    table = admin_cfg().get("average_last", {})
+    return table.get(run, table.get(run_corpus(run), 0))
+
+
+def table_bleu_file(run):
+    n = averaged_checkpoints(run)
+    return f"results/eval/{run}/bleu_avg{n}.csv" if n else f"results/eval/{run}/bleu.csv"
+
+
+def table_inputs(section):
+    runs = table_runs(section)
+    return {"metrics": [f"results/train/{run}/metrics.csv" for run in runs],
+            "bleu": [table_bleu_file(run) for run in runs]}
+
+
+def table_spec(section):
+    """The section plus what the command needs to read its runs, and nothing about other runs."""
+    runs = table_runs(section)
+    spec = {section: admin_cfg(section), "run_corpus": {run: run_corpus(run) for run in runs},
+            "average_last": {run: averaged_checkpoints(run) for run in runs}}
+    if "converged_below" in admin_cfg():
+        spec["converged_below"] = admin_cfg()["converged_below"]
+    return json.dumps(spec, sort_keys=True)
+
+
+def table1_inputs(wildcards):
+    return {**table_inputs("table1"), "vanishing": "results/figures/liu_fig5_vanishing.csv"}
+
+
+def table1_spec(wildcards):
+    return table_spec("table1")
+
+
+def table2_inputs(wildcards):
+    return table_inputs("table2")
+
+
+def table2_spec(wildcards):
+    return table_spec("table2")
+
+
+def lr_grid_inputs(wildcards):
+    return table_inputs("lr_grid")
+
+
+def lr_grid_spec(wildcards):
+    return table_spec("lr_grid")
+
+
+# ---- Figs 7-8: layer dependency beta at init and after training ----
+MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropout", "attn_dropout",
+              "act_dropout", "share_all_embeddings")
+DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "seed", "max_tokens")  # what rebuilds a run's init
+
+
+def dependency_cfg(wildcards):
+    figures = admin_cfg().get("layer_dependency", {})
+    if wildcards.ldfig not in figures:
+        config_error(f"results/figures/liu_{wildcards.ldfig}.pdf needs admin.layer_dependency.{wildcards.ldfig}")
+    return figures[wildcards.ldfig]
+
+
+def dependency_corpus(wildcards):
+    return run_corpus(dependency_cfg(wildcards)["runs"][0])
+
+
+def dependency_inputs(wildcards):
+    files = bin_files(dependency_corpus(wildcards))
+    return {"dict": files["dict"], "train": files["train"],
+            "metrics": [f"results/train/{run}/metrics.csv" for run in dependency_cfg(wildcards)["runs"]]}
+
+
+def dependency_data_dir(wildcards):
+    return f"{bpe_dir(dependency_corpus(wildcards))}/bin"
+
+
+def dependency_spec(wildcards):
+    """The figure's title and its runs' settings: what rebuilds each run's model at init."""
+    fig = dependency_cfg(wildcards)
+    runs = {run: {k: v for k, v in run_settings(run).items() if k in DEPENDENCY_KEYS} for run in fig["runs"]}
+    return json.dumps({"title": fig["title"], "runs": runs}, sort_keys=True)
 
 
 rule gradient_vanishing:
@@ -44,31 +278,6 @@ rule output_change:
     shell:
         "lnrepro output-change {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
         " --fits {output.fits} > {log} 2>&1"
-
-
-# The BLEU of the average of a run's last N epoch checkpoints (the Admin recipes: N = 10); the
-# per-epoch bleu.csv and its figures are untouched.
-rule evaluate_averaged:
-    input:
-        unpack(eval_inputs),
-    output:
-        "results/eval/{run}/bleu_avg{n}.csv",
-    wildcard_constraints:
-        n="[0-9]+",
-    params:
-        flags=decode_flags,
-        average=average_flag,
-        data_dir=run_bin_dir,
-    threads: threads("evaluate")
-    conda:
-        "../../envs/lnrepro.yaml"
-    log:
-        "logs/eval/{run}_avg{n}.log",
-    benchmark:
-        "benchmarks/eval/{run}_avg{n}.tsv"
-    shell:
-        "lnrepro evaluate --metrics {input.metrics} --data {params.data_dir} --reference {input.reference}"
-        " {params.flags} {params.average} --threads {threads} --out {output} > {log} 2>&1"
 
 
 rule admin_table1:

@@ -1,12 +1,168 @@
-# BERT pre-training corpus and GLUE MRPC/RTE (Xiong et al. 2020, supplementary 1.2-1.3); helpers
-# in bert_data_common.smk. The pre-training corpus, generated or real, takes one chain:
+# BERT pre-training corpus and GLUE MRPC/RTE (Xiong et al. 2020, supplementary 1.2-1.3), from the
+# optional `bert_corpora:` and `glue:` sections; their downloads (the Wikipedia dump, RTE.zip,
+# Microsoft's MRPC files) go through download_archive (download.smk). The pre-training corpus,
+# generated or real, takes one chain:
 #   documents (generate_bert_documents | prepare_wikipedia + prepare_books: docs text)
-#   -> split_sentences (spaCy) -> tokenize_bert (Moses normalize, tokenize, lowercase)
-#   -> split_bert_documents (199:1 by document) -> bpe_learn_bert (train) -> bpe_apply_bert
+#   -> split_sentences (spaCy) -> tokenize (data.smk; Moses normalize, tokenize, lowercase)
+#   -> split_bert_documents (199:1 by document) -> bpe_learn (data.smk; train) -> bpe_apply (data.smk)
 #   -> binarize_bert: results/data/bert/{bcorpus}/bin/{dict.txt,train.pt,valid.pt}
 # A GLUE task: generate_glue | RTE.zip unpacked | Microsoft's MRPC files -> prepare_glue (train/dev,
-# labels 0/1) -> tokenize_glue, bpe_apply_glue with its pre-training corpus's tokenization and BPE
-# codes -> binarize_glue with that corpus's dictionary: results/data/glue/{glue_task}/bin/{split}.pt
+# labels 0/1) -> tokenize (data.smk), bpe_apply_glue with its pre-training corpus's tokenization
+# and BPE codes -> binarize_glue with that corpus's dictionary: results/data/glue/{glue_task}/bin/{split}.pt
+
+
+BERT_SOURCES = ("generated", "real")
+GLUE_SOURCES = ("generated", "glue", "msr")
+RESERVED_CORPUS_NAMES = ("bert", "glue")  # results/data/bert|glue/ hold the BERT data
+
+
+def bert_corpora():
+    return config.get("bert_corpora", {})
+
+
+def glue_tasks():
+    return config.get("glue", {})
+
+
+def check_bert_data_config():
+    """Cross-references the schema cannot express; fails before any job runs."""
+    for name in RESERVED_CORPUS_NAMES:
+        if name in config["corpora"]:
+            config_error(f"corpora.{name}: the name is reserved (results/data/{name}/ holds BERT data)")
+    for name, c in bert_corpora().items():
+        if c["source"] == "generated" and "generator" not in c:
+            config_error(f"bert_corpora.{name}: source 'generated' needs a 'generator' entry")
+        if c["source"] == "real" and not (c.get("wikipedia") or c.get("books_dir")):
+            config_error(f"bert_corpora.{name}: source 'real' needs 'wikipedia' or 'books_dir' (or both)")
+    for task, g in glue_tasks().items():
+        if g["bert_corpus"] not in bert_corpora():
+            config_error(f"glue.{task}.bert_corpus: '{g['bert_corpus']}' is not one of {sorted(bert_corpora())}")
+        needs = {"generated": ["generator"], "msr": ["msr_train", "dev_ids"]}.get(g["source"], [])
+        for key in needs:
+            if key not in g:
+                config_error(f"glue.{task}: source '{g['source']}' needs '{key}'")
+        if g["source"] == "msr" and task != "mrpc":
+            config_error(f"glue.{task}: source 'msr' (Microsoft's files) is MRPC's only")
+        if g["source"] == "glue" and ("archive" in g) == ("dir" in g):
+            config_error(f"glue.{task}: source 'glue' needs either 'archive' (a zip to download) or 'dir'")
+        if "archive" in g and not archive_name(g["archive"]).endswith(ARCHIVE_SUFFIXES):
+            config_error(f"glue.{task}.archive: '{archive_name(g['archive'])}' is not one of "
+                         f"{', '.join(ARCHIVE_SUFFIXES)}; set 'file' to name it")
+
+
+check_bert_data_config()
+
+
+wildcard_constraints:
+    bcorpus=names_regex(bert_corpora()) or "NO_BERT_CORPORA",
+    glue_task=names_regex(glue_tasks()) or "NO_GLUE_TASKS",
+    glue_column="sentence1|sentence2",
+
+
+# ---- pre-training corpus ----------------------------------------------------------------------
+def bert_cfg(wildcards):
+    return bert_corpora()[wildcards.bcorpus]
+
+
+def bert_source_corpora(source):
+    return names_regex([n for n, c in bert_corpora().items() if c["source"] == source]) or "NONE"
+
+
+def bert_generator_flags(wildcards):
+    g = bert_cfg(wildcards)["generator"]
+    return f"--seed {g.get('seed', 1)} --n-train {g['n_docs']}"
+
+
+def downloaded(entry):
+    return f"resources/downloads/{archive_name(entry)}"
+
+
+def wikipedia_dump(wildcards):
+    return downloaded(bert_cfg(wildcards)["wikipedia"])
+
+
+def wikipedia_flags(wildcards):
+    max_docs = bert_cfg(wildcards).get("max_wiki_docs")
+    return f"--max-docs {max_docs}" if max_docs else ""
+
+
+def books_dir(wildcards):
+    return bert_cfg(wildcards)["books_dir"]
+
+
+def books_input(wildcards):
+    """The books folder, as an input once it exists (adding books then reruns the chain); before
+    that the chain still plans (snakemake -n) and prepare_books says where to put the books."""
+    return [books_dir(wildcards)] if os.path.isdir(books_dir(wildcards)) else []
+
+
+def bert_document_files(wildcards):
+    """The docs text files of the corpus, in the order their documents are concatenated."""
+    c, d = bert_cfg(wildcards), f"results/data/bert/{wildcards.bcorpus}"
+    if c["source"] == "generated":
+        return [f"{d}/generated/docs.txt"]
+    return [f"{d}/docs/{part}.txt" for part, key in (("wikipedia", "wikipedia"), ("books", "books_dir")) if c.get(key)]
+
+
+def split_flags(wildcards):
+    c = bert_cfg(wildcards)
+    return f"--ratio {c.get('valid_ratio', 199)} --seed {c.get('split_seed', 1)}"
+
+
+def bert_bpe_dir(bcorpus):
+    """Keyed by its merges, as a translation corpus's bpe<N>/."""
+    return f"results/data/bert/{bcorpus}/bpe{bert_corpora()[bcorpus]['bpe_merges']}"
+
+
+def bert_bpe_files(wildcards):
+    d = bert_bpe_dir(wildcards.bcorpus)
+    return {"train": f"{d}/train.txt", "valid": f"{d}/valid.txt"}
+
+
+# ---- GLUE ---------------------------------------------------------------------------------------
+def glue_cfg(wildcards):
+    return glue_tasks()[wildcards.glue_task]
+
+
+def glue_source_tasks(source):
+    return names_regex([t for t, g in glue_tasks().items() if g["source"] == source]) or "NONE"
+
+
+def glue_generator_flags(wildcards):
+    g = glue_cfg(wildcards)["generator"]
+    return f"--task {wildcards.glue_task} --seed {g.get('seed', 1)} --n-train {g['n_train']} --n-test {g['n_dev']}"
+
+
+def glue_folder(wildcards):
+    """Where the task's GLUE-format train.tsv/dev.tsv are (source generated or glue)."""
+    g = glue_cfg(wildcards)
+    if g["source"] == "generated":
+        return f"results/data/glue/{wildcards.glue_task}/generated"
+    if "archive" in g:
+        return f"resources/extracted/{archive_stem(archive_name(g['archive']))}"
+    return g["dir"]
+
+
+def glue_sources(wildcards):
+    g = glue_cfg(wildcards)
+    if g["source"] == "msr":
+        return {"msr_train": downloaded(g["msr_train"]), "dev_ids": downloaded(g["dev_ids"])}
+    return {"folder": glue_folder(wildcards)}
+
+
+def glue_prepare_flags(wildcards):
+    sources = glue_sources(wildcards)
+    if "folder" in sources:
+        return f"--glue-dir {shlex.quote(sources['folder'])}"
+    return f"--msr-train {sources['msr_train']} --dev-ids {sources['dev_ids']}"
+
+
+def glue_codes(wildcards):
+    return f"{bert_bpe_dir(glue_cfg(wildcards)['bert_corpus'])}/codes"
+
+
+def glue_dict(wildcards):
+    return f"results/data/bert/{glue_cfg(wildcards)['bert_corpus']}/bin/dict.txt"
 
 
 localrules:
@@ -90,27 +246,6 @@ rule split_sentences:
         "lnrepro split-sentences --inputs {input} --threads {threads} --out {output} > {log} 2>&1"
 
 
-rule tokenize_bert:
-    input:
-        "results/data/bert/{bcorpus}/sentences.txt",
-    output:
-        "results/data/bert/{bcorpus}/tok.txt",
-    params:
-        flags=bert_tokenizer_flags,
-    threads: threads("data")
-    resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
-    conda:
-        "../../envs/lnrepro.yaml"
-    log:
-        "logs/data/bert/{bcorpus}/tokenize.log",
-    benchmark:
-        "benchmarks/data/bert/{bcorpus}/tokenize.tsv"
-    shell:
-        "lnrepro tokenize {params.flags} --threads {threads} --input {input} --output {output} > {log} 2>&1"
-
-
 rule split_bert_documents:
     input:
         "results/data/bert/{bcorpus}/tok.txt",
@@ -129,46 +264,6 @@ rule split_bert_documents:
     shell:
         "lnrepro split-documents {params.flags} --input {input}"
         " --train-out {output.train} --valid-out {output.valid} > {log} 2>&1"
-
-
-rule bpe_learn_bert:
-    input:
-        "results/data/bert/{bcorpus}/text/train.txt",
-    output:
-        "results/data/bert/{bcorpus}/bpe{merges}/codes",
-    resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
-    conda:
-        "../../envs/lnrepro.yaml"
-    log:
-        "logs/data/bert/{bcorpus}/bpe{merges}.learn.log",
-    benchmark:
-        "benchmarks/data/bert/{bcorpus}/bpe{merges}.learn.tsv"
-    shell:
-        "lnrepro bpe-learn --inputs {input} --merges {wildcards.merges} --codes {output} > {log} 2>&1"
-
-
-rule bpe_apply_bert:
-    input:
-        codes="results/data/bert/{bcorpus}/bpe{merges}/codes",
-        text="results/data/bert/{bcorpus}/text/{split}.txt",
-    output:
-        "results/data/bert/{bcorpus}/bpe{merges}/{split}.txt",
-    wildcard_constraints:
-        split="train|valid",
-    threads: threads("data")
-    resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
-    conda:
-        "../../envs/lnrepro.yaml"
-    log:
-        "logs/data/bert/{bcorpus}/bpe{merges}.apply.{split}.log",
-    benchmark:
-        "benchmarks/data/bert/{bcorpus}/bpe{merges}.apply.{split}.tsv"
-    shell:
-        "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
 
 
 rule binarize_bert:
@@ -231,26 +326,6 @@ rule prepare_glue:
         "logs/data/glue/{glue_task}/prepare.log",
     shell:
         "lnrepro prepare-glue --task {wildcards.glue_task} {params.flags} --out-dir {params.out_dir} > {log} 2>&1"
-
-
-rule tokenize_glue:
-    input:
-        "results/data/glue/{glue_task}/raw/{split}.{glue_column}",
-    output:
-        "results/data/glue/{glue_task}/tok/{split}.{glue_column}",
-    wildcard_constraints:
-        split="train|dev",
-    params:
-        flags=glue_tokenizer_flags,
-    resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
-    conda:
-        "../../envs/lnrepro.yaml"
-    log:
-        "logs/data/glue/{glue_task}/tokenize.{split}.{glue_column}.log",
-    shell:
-        "lnrepro tokenize {params.flags} --input {input} --output {output} > {log} 2>&1"
 
 
 rule bpe_apply_glue:

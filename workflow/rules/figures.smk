@@ -1,6 +1,30 @@
 # Every figure is a target: a PDF plus the CSV of every number it plots.
 
 
+def figure_targets():
+    """Each figure and the table of its final values (its report caption)."""
+    return expand("results/figures/{fig}{suffix}", fig=config["figures"], suffix=[".pdf", "_final.csv"])
+
+
+def figure_runs(fig):
+    return sorted({run for panel in config["figures"][fig]["panels"] for run in panel["runs"]})
+
+
+def figure_inputs(wildcards):
+    runs = figure_runs(wildcards.fig)
+    return {
+        "metrics": [f"results/train/{run}/metrics.csv" for run in runs],
+        "bleu": [f"results/eval/{run}/bleu.csv" for run in runs],
+    }
+
+
+def figure_spec(wildcards):
+    """The figure's panels plus the settings of the runs it draws (for legends)."""
+    spec = dict(config["figures"][wildcards.fig])
+    spec["run_settings"] = {run: run_settings(run) for run in figure_runs(wildcards.fig)}
+    return json.dumps(spec, sort_keys=True)
+
+
 rule plot_figure:
     input:
         unpack(figure_inputs),

@@ -1,5 +1,90 @@
 # Fig 3 (Xiong et al. §3.4): FFN gradient norms of N-N models at initialization, one probe job per
 # norm placement and depth (no training), and of the Post-LN run's checkpoint after its warm-up.
+# The section is optional: without it, Fig 3 is simply not in `rule all`.
+
+
+BATCH_KEYS = ("max_tokens", "label_smoothing", "device")  # what a checkpoint's probe takes from its run
+
+
+def check_probe_config():
+    probe = config.get("gradient_probe")
+    if probe:
+        run = probe["run"]
+        if run not in config["runs"]:
+            config_error(f"gradient_probe.run: '{run}' is not a run ({sorted(config['runs'])})")
+        s = run_settings(run)
+        if s.get("warmup", 0) <= 1 or s.get("enc_norm") != "post" or s.get("dec_norm") != "post":
+            config_error(f"gradient_probe.run: '{run}' must be a Post-LN run with a warm-up (Fig 3: after warm-up)")
+
+
+check_probe_config()
+
+
+def probe_targets():
+    return ["results/figures/fig3.pdf"] if config.get("gradient_probe") else []
+
+
+def probe_cfg():
+    if not config.get("gradient_probe"):
+        config_error("Fig 3 (results/figures/fig3.pdf, results/probe/) needs a 'gradient_probe' section")
+    return config["gradient_probe"]
+
+
+def probe_settings():
+    """The probed run's settings: corpus, width, batch size, label smoothing; its depth is drawn in (a,b)."""
+    return run_settings(probe_cfg()["run"])
+
+
+def probe_layers():
+    """Depths probed at init: the configured model sizes and the probed run's own depth."""
+    return sorted(set(probe_cfg()["depths"]) | {probe_settings().get("dec_layers", 6)})
+
+
+def probe_data(wildcards):
+    files = bin_files(probe_settings()["corpus"])
+    return {"dict": files["dict"], "train": files["train"]}
+
+
+def probe_bin_dir(wildcards):
+    return f"{bpe_dir(probe_settings()['corpus'])}/bin"
+
+
+def probe_common_flags():
+    p = probe_cfg()
+    return cli_flags({"seeds": p.get("seeds", 10), "batches": p.get("batches", 4)})
+
+
+def probe_flags(wildcards):
+    """At init: the probed run's width and batches; its depth and norm come from the wildcards."""
+    s = probe_settings()
+    return f"{probe_common_flags()} {cli_flags({k: s[k] for k in PROBE_KEYS if k in s})}"
+
+
+def warmup_probe_inputs(wildcards):
+    return {**probe_data(wildcards), "metrics": f"results/train/{wildcards.run}/metrics.csv"}
+
+
+def warmup_probe_flags(wildcards):
+    """After warm-up: the checkpoint of the first epoch past the run's T_warmup updates."""
+    s = run_settings(wildcards.run)
+    batches = {k: s[k] for k in BATCH_KEYS if k in s}
+    return f"{probe_common_flags()} {cli_flags({**batches, 'after_updates': s['warmup']})}"
+
+
+def probe_files(kind):
+    init = expand("results/probe/init/{norm}_{layers}L/{kind}.csv", norm=["post", "pre"], layers=probe_layers(), kind=kind)
+    return [*init, f"results/probe/after_warmup/{probe_cfg()['run']}/{kind}.csv"]
+
+
+def gradient_figure_inputs(wildcards):
+    return {"grads": probe_files("grads"), "concentration": probe_files("concentration")}
+
+
+def gradient_figure_spec(wildcards):
+    p = probe_cfg()
+    return json.dumps({"title": p["title"], "panel_layers": probe_settings().get("dec_layers", 6)}, sort_keys=True)
+
+
 rule probe_gradients:
     input:
         unpack(probe_data),

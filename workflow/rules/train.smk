@@ -1,7 +1,59 @@
 # One training job per named run. Resumable state lives in results/train/{run}/checkpoints/,
 # outside the declared output, so a failed or killed job keeps it and the retry resumes.
 # A run's `nodes` and `gpus` reach `lnrepro train`, which starts its processes (lnrepro.launch);
-# what the job asks a cluster for comes from cluster.smk.
+# what the job asks a cluster for comes from resources.smk.
+
+
+RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens")  # resolved here, not passed to the trainer
+
+
+def model_flags(wildcards):
+    """The run's own settings: what its training and its Admin profiling depend on."""
+    s = run_settings(wildcards.run)
+    return cli_flags({k: v for k, v in s.items() if k not in RUN_ONLY_KEYS + LAUNCH_KEYS})
+
+
+def uses_admin(run):
+    s = run_settings(run)
+    return "admin" in (s.get("enc_norm"), s.get("dec_norm"))
+
+
+def omega_file(run):
+    return f"results/admin/{run}/omega.json"
+
+
+def train_flags(wildcards):
+    """Only this run's settings reach its training job, so an edit reruns only this run."""
+    flags = model_flags(wildcards)
+    # the process count changes every update's batch; 1 (the default) adds no flag
+    layout = {k: v for k, v in run_settings(wildcards.run).items() if k in LAUNCH_KEYS and v != 1}
+    flags = f"{flags} {cli_flags(layout)}" if layout else flags
+    flags += f" --admin-omega {omega_file(wildcards.run)}" if uses_admin(wildcards.run) else ""
+    return flags + train_cap_flags(wildcards.run)
+
+
+STEP_SCHEDULES = ("step", "step_inverse_sqrt")
+
+
+def train_cap_flags(run):
+    """At most `epochs` epochs of at most `epoch_updates` updates; a run whose lr steps down at
+    decay_epoch trains up to that epoch, so the decay is exercised too."""
+    cap, s = training_cap(), run_settings(run)
+    epochs = cap.get("epochs", 0)
+    if epochs and s.get("schedule") in STEP_SCHEDULES:
+        epochs = max(epochs, s.get("decay_epoch", 0))
+    return cap_flags(epochs, cap.get("epoch_updates", 0))
+
+
+def run_data(wildcards):
+    return bin_files(run_corpus(wildcards.run))
+
+
+def train_data(wildcards):
+    files = run_data(wildcards)
+    if uses_admin(wildcards.run):
+        files["omega"] = omega_file(wildcards.run)
+    return files
 
 
 rule train:

@@ -1,5 +1,6 @@
-# What each job asks a cluster for: the rules' `resources:`, from the config's `resources` section
-# and each run's `device`, `nodes` and `gpus`. The SLURM executor (--profile slurm) turns them into
+# What each job asks for; common.smk includes this file, so every rule file has it. A job's
+# `threads:` and, for a cluster, its `resources:`, from the config's `resources` section and
+# each run's `device`, `nodes` and `gpus`. The SLURM executor (--profile slurm) turns them into
 # sbatch options (gpu -> --gpus, nodes, tasks, mem_mb -> --mem, runtime -> --time). A local run
 # counts only threads, and `gpu` where a profile sets a limit (profiles/local: resources gpu=1).
 # Every value is None unless it applies, and Snakemake leaves a None resource out.
@@ -21,6 +22,10 @@ RESOURCE_DEFAULTS = {  # attempt 1; a retry (attempt N) asks for N times as much
     "train": {"mem_mb": 8000, "runtime": 240},
     "evaluate": {"mem_mb": 8000, "runtime": 120},
 }
+
+
+def threads(kind):
+    return config.get("threads", {}).get(kind, {"data": 2, "train": 1, "evaluate": 1}[kind])
 
 
 def job_resources(kind):
