@@ -45,7 +45,7 @@ def check_bert_phases(run, s):
     short, fraction = s.get("short_block_size", 0), s.get("short_fraction", 0)
     if bool(short) != bool(fraction):
         config_error(f"bert.runs.{run}: short_block_size and short_fraction are set together (both 0: one phase)")
-    if short >= s.get("block_size", 512):  # 512: lnrepro.pretrain's default
+    if short >= s.get("block_size", 512):  # 512: lnrepro.training.pretrain's default
         config_error(f"bert.runs.{run}.short_block_size: {short} is not below block_size {s.get('block_size', 512)}")
 
 

@@ -23,11 +23,11 @@ ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from down
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
 NORMS = ("post", "pre", "admin")
-# lnrepro.model refuses Admin beside Pre-LN (omega re-weights Post-LN residuals); Admin on one side
+# lnrepro.core.model refuses Admin beside Pre-LN (omega re-weights Post-LN residuals); Admin on one side
 # with Post-LN on the other builds, and admin-profile then writes omegas for that side only
 UNSUPPORTED_NORM_PAIRS = {("admin", "pre"), ("pre", "admin")}
 NORM_PAIRS = [(e, d) for e in NORMS for d in NORMS if (e, d) not in UNSUPPORTED_NORM_PAIRS]
-# what the trainer (lnrepro.train.TrainConfig) uses where no level of the config sets the key
+# what the trainer (lnrepro.core.translation.TrainConfig) uses where no level of the config sets the key
 TRAINER_DEFAULTS = {"enc_norm": "post", "dec_norm": "post", "lr": 5e-4, "adam_beta2": 0.98, "seed": 1}
 # what a probe (probe.smk, admin.smk) takes from the probed run: its width and batches
 PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dropout", "share_all_embeddings",

@@ -119,7 +119,7 @@ def train_tasks(wildcards):
 
 def train_mpi(wildcards):
     """Set for multi-node runs: the SLURM job step then runs the rule's command as it is, which
-    starts its own `srun` (lnrepro.launch), instead of wrapping it in a one-task srun."""
+    starts its own `srun` (lnrepro.core.launch), instead of wrapping it in a one-task srun."""
     return "srun" if multi_node(wildcards) else None
 
 

@@ -1,6 +1,6 @@
 # One training job per named run. Resumable state lives in results/train/{run}/checkpoints/,
 # outside the declared output, so a failed or killed job keeps it and the retry resumes.
-# A run's `nodes` and `gpus` reach `lnrepro train`, which starts its processes (lnrepro.launch);
+# A run's `nodes` and `gpus` reach `lnrepro train`, which starts its processes (lnrepro.core.launch);
 # what the job asks a cluster for comes from resources.smk.
 
 
