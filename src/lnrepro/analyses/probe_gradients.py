@@ -116,8 +116,9 @@ def add_arguments(p):
                         seeds=10, seeds_help="seeds 1..N: initialization, batches drawn, dropout")
     p.add_argument("--batches", type=int, default=4, help="mini-batches per expectation")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda (fp32: gradients are the measurement)")
-    p.add_argument("--grads-out", required=True)
-    p.add_argument("--concentration-out", required=True)
+    p.add_argument("--grads-out", required=True, help="CSV: FFN weight gradient norms per layer, seed and state")
+    p.add_argument("--concentration-out", required=True,
+                   help="CSV: the concentration property's delta_hat per epsilon (Xiong et al. Lemma 1)")
 
 
 def run(args):

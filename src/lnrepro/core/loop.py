@@ -52,8 +52,8 @@ def setting(default, help, choices=None):
 class LoopConfig:
     """What every trainer shares; the task's own settings extend it (train.TrainConfig, ...)."""
     # optimizer
-    optimizer: str = setting("adam", "adam = AdamW (fairseq's Adam, decoupled weight decay); radam = RAdam (Liu et al.)",
-                             OPTIMIZERS)
+    optimizer: str = setting("adam", "adam = AdamW (fairseq's Adam, decoupled weight decay); sgd; "
+                             "radam = RAdam (Liu et al.)", OPTIMIZERS)
     lr: float = setting(5e-4, "peak learning rate (lr_max; after warm-up)")
     adam_beta1: float = setting(0.9, "Adam/RAdam beta1")
     adam_beta2: float = setting(0.98, "Adam/RAdam beta2 (the paper's 0.98; Liu et al. Fig 10 varies it)")
