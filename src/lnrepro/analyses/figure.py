@@ -26,7 +26,8 @@ def add_arguments(p):
     p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
-    p.add_argument("--summary", default=None, help="CSV of each run's final and best value per metric (report caption); none if left out")
+    p.add_argument("--summary", default=None,
+                   help="CSV of each run's final and best value per metric (report caption); none if left out")
 
 
 def run_label(s):

@@ -45,7 +45,8 @@ def add_arguments(p):
     p.add_argument("--seeds", type=int, default=6,
                    help="fine-tunings per grid point, seeds 1..N (classifier init, order)")
     p.add_argument("--max-len", type=int, default=128,
-                   help="tokens per pair input ([CLS] A [SEP] B [SEP], at most the model's positions); longer pairs are cut")
+                   help="tokens per pair input ([CLS] A [SEP] B [SEP], at most the model's positions); longer "
+                        "pairs are cut")
     p.add_argument("--warmup-fraction", type=float, default=0.1,
                    help="linear warm-up over this fraction of the updates")
     p.add_argument("--max-updates", type=int, default=0,
