@@ -56,10 +56,10 @@ COMMANDS = {
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Every option's help ends in its default, except where there is none to show: a required
-    option, or a default of None (the help says what leaving it out means)."""
+    option, or a default of None or "" (the help says what leaving it out means)."""
 
     def _get_help_string(self, action):
-        if action.required or action.default is None:
+        if action.required or action.default is None or action.default == "":
             return action.help
         return super()._get_help_string(action)
 
