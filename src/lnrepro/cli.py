@@ -54,11 +54,22 @@ COMMANDS = {
 }
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends in its default, except where there is none to show: a required
+    option, or a default of None or "" (the help says what leaving it out means)."""
+
+    def _get_help_string(self, action):
+        if action.required or action.default is None or action.default == "":
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser(command=None):
     parser = argparse.ArgumentParser(prog="lnrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)  # help is %-formatted
+        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text,
+                           formatter_class=HelpFormatter)  # help is %-formatted
         if name == command:
             module = importlib.import_module(module_name)
             module.add_arguments(p)

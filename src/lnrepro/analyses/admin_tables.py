@@ -92,12 +92,13 @@ def table1_markdown(rows, title, note):
 
 
 def add_arguments(p):
-    p.add_argument("--table", type=int, choices=[1, 2], required=True)
+    p.add_argument("--table", type=int, choices=[1, 2], required=True, help="which of Liu et al.'s tables")
     p.add_argument("--spec", required=True, help="JSON: table1 or table2, converged_below, average_last {run: N}")
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu*.csv")
-    p.add_argument("--vanishing", default=None, help="Table 1: the summary CSV of lnrepro gradient-vanishing")
-    p.add_argument("--csv", required=True)
-    p.add_argument("--md", required=True)
+    p.add_argument("--vanishing", default=None,
+                   help="the summary CSV of lnrepro gradient-vanishing: needed by Table 1, unused by Table 2")
+    p.add_argument("--csv", required=True, help="the table as CSV")
+    p.add_argument("--md", required=True, help="the table as Markdown")
 
 
 def run(args):

@@ -238,9 +238,9 @@ def add_arguments(p):
     p.add_argument("--spec", required=True, help="JSON: {claim: {kind, paper, ...}} (the config's claims)")
     p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
     p.add_argument("--tables", nargs="*", default=[], help="NAME=CSV results tables the table claims read")
-    p.add_argument("--title", default="Claims of Xiong et al. 2020, checked on our numbers")
-    p.add_argument("--csv", required=True)
-    p.add_argument("--md", required=True)
+    p.add_argument("--title", default="Claims of Xiong et al. 2020, checked on our numbers", help="table title")
+    p.add_argument("--csv", required=True, help="the claims table as CSV")
+    p.add_argument("--md", required=True, help="the claims table as Markdown")
 
 
 def run(args):

@@ -24,9 +24,10 @@ METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "
 def add_arguments(p):
     p.add_argument("--spec", required=True, help="JSON: title, panels [{title, metric, runs}], run_settings")
     p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
-    p.add_argument("--pdf", required=True)
-    p.add_argument("--csv", required=True)
-    p.add_argument("--summary", default=None, help="CSV of each run's final and best value per metric (report caption)")
+    p.add_argument("--pdf", required=True, help="the figure")
+    p.add_argument("--csv", required=True, help="every plotted point")
+    p.add_argument("--summary", default=None,
+                   help="CSV of each run's final and best value per metric (report caption); none if left out")
 
 
 def run_label(s):

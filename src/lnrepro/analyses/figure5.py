@@ -16,8 +16,8 @@ from .plotting import NORM_LABELS, save_figure  # noqa: E402
 def add_arguments(p):
     p.add_argument("--spec", required=True, help="JSON: title, runs, tasks, run_settings")
     p.add_argument("--results", default="results", help="holds pretrain/{run}/metrics.csv and finetune/{run}/{task}/")
-    p.add_argument("--pdf", required=True)
-    p.add_argument("--csv", required=True)
+    p.add_argument("--pdf", required=True, help="the figure")
+    p.add_argument("--csv", required=True, help="every plotted point")
 
 
 def run_label(s):

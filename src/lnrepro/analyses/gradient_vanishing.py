@@ -90,9 +90,10 @@ def add_arguments(p):
                    help="ENC/DEC norm placements; the same-norm ones are drawn")
     p.add_argument("--vanishing-below", type=float, default=0.5,
                    help="decoder bottom/top gradient ratio under which a combination counts as vanishing")
-    p.add_argument("--title", default="Liu et al. Fig 5: relative gradient norms at initialization")
-    p.add_argument("--pdf", required=True)
-    p.add_argument("--csv", required=True)
+    p.add_argument("--title", default="Liu et al. Fig 5: relative gradient norms at initialization",
+                   help="figure title")
+    p.add_argument("--pdf", required=True, help="the figure")
+    p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--summary", required=True, help="per combination: the ratio and the vanishing verdict")
 
 

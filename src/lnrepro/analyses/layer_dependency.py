@@ -144,9 +144,9 @@ def add_arguments(p):
     p.add_argument("--spec", required=True, help="JSON: title, runs {run: its settings}")
     p.add_argument("--data", required=True, help="binarized data dir of the runs' corpus (dict.txt, train.pt)")
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and its checkpoints")
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--pdf", required=True)
-    p.add_argument("--csv", required=True)
+    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
+    p.add_argument("--pdf", required=True, help="the heatmaps")
+    p.add_argument("--csv", required=True, help="every beta_ij plotted")
 
 
 def run(args):

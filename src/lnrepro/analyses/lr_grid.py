@@ -62,9 +62,9 @@ def draw(table, title, pdf):
 def add_arguments(p):
     p.add_argument("--spec", required=True,
                    help="JSON: lr_grid {title, cells [{norm, lr, beta2, run}]}, converged_below, average_last {run: N}")
-    p.add_argument("--runs-dir", default="results")
-    p.add_argument("--pdf", required=True)
-    p.add_argument("--csv", required=True)
+    p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu.csv")
+    p.add_argument("--pdf", required=True, help="the heatmap")
+    p.add_argument("--csv", required=True, help="one row per grid cell: status, BLEU, valid loss")
 
 
 def run(args):

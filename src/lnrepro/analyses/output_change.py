@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 from ..core.batching import collate  # noqa: E402
 from ..core.data import PAD  # noqa: E402
-from ..core.model import ModelConfig, label_smoothed_loss  # noqa: E402
+from ..core.model import NORMS, ModelConfig, label_smoothed_loss  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 from .probing import add_init_probe_arguments, init_model, load_init_probe, pick_batches  # noqa: E402
 
@@ -130,12 +130,14 @@ def draw(table, fits, title, pdf):
 
 def add_arguments(p):
     add_init_probe_arguments(p)
-    p.add_argument("--depths", type=int, nargs="+", required=True)
-    p.add_argument("--norms", nargs="+", default=["post", "pre", "admin"])
+    p.add_argument("--depths", type=int, nargs="+", required=True, help="N of the N-N models measured")
+    p.add_argument("--norms", nargs="+", default=["post", "pre", "admin"], choices=NORMS,
+                   help="residual sublayers measured (both sides)")
     p.add_argument("--delta", type=float, default=1e-4, help="perturbation size and the Adam step's lr")
-    p.add_argument("--title", default="Liu et al. Fig 2: output change vs depth at initialization")
-    p.add_argument("--pdf", required=True)
-    p.add_argument("--csv", required=True)
+    p.add_argument("--title", default="Liu et al. Fig 2: output change vs depth at initialization",
+                   help="figure title")
+    p.add_argument("--pdf", required=True, help="the figure")
+    p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--fits", required=True, help="CSV: slope, intercept and r of each fit")
 
 

@@ -92,8 +92,8 @@ def add_arguments(p):
     p.add_argument("--spec", required=True, help="JSON: title, panel_layers (N of the model drawn in a, b)")
     p.add_argument("--grads", nargs="+", required=True, help="grads.csv of every probe")
     p.add_argument("--concentration", nargs="+", required=True, help="concentration.csv of every probe")
-    p.add_argument("--pdf", required=True)
-    p.add_argument("--csv", required=True)
+    p.add_argument("--pdf", required=True, help="the figure (Fig 3)")
+    p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--summary", required=True, help="CSV: each series' first and last point (report caption)")
 
 

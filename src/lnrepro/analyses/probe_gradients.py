@@ -109,15 +109,17 @@ def add_arguments(p):
     p.add_argument("--norm", choices=["post", "pre"], default="post", help="at init: the norm placement")
     p.add_argument("--layers", type=int, default=6, help="at init: N for an N-N model")
     p.add_argument("--checkpoint-metrics", default=None,
-                   help="probe a trained run instead: its metrics.csv (lists its epoch checkpoints)")
+                   help="probe a trained run instead: its metrics.csv (lists its epoch checkpoints); left out: "
+                        "probe at init")
     p.add_argument("--after-updates", type=int, default=0,
                    help="with --checkpoint-metrics: the first epoch checkpoint with at least this many updates")
     add_model_arguments(p, dict(d_model=512, ffn_dim=1024, heads=4, dropout=0.3, attn_dropout=0.0, act_dropout=0.0),
                         seeds=10, seeds_help="seeds 1..N: initialization, batches drawn, dropout")
     p.add_argument("--batches", type=int, default=4, help="mini-batches per expectation")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda (fp32: gradients are the measurement)")
-    p.add_argument("--grads-out", required=True)
-    p.add_argument("--concentration-out", required=True)
+    p.add_argument("--grads-out", required=True, help="CSV: FFN weight gradient norms per layer, seed and state")
+    p.add_argument("--concentration-out", required=True,
+                   help="CSV: the concentration property's delta_hat per epsilon (Xiong et al. Lemma 1)")
 
 
 def run(args):

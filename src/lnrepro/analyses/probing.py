@@ -100,18 +100,22 @@ def str2bool(s):
 
 MODEL_WIDTH = (("d_model", int), ("ffn_dim", int), ("heads", int), ("dropout", float), ("attn_dropout", float),
                ("act_dropout", float))
+WIDTH_HELP = {"d_model": "model width d", "ffn_dim": "inner width of the feed-forward sublayers",
+              "heads": "attention heads", "dropout": "dropout on embeddings and sublayer outputs",
+              "attn_dropout": "dropout on attention weights", "act_dropout": "dropout after the FFN activation"}
 
 
 def add_model_arguments(p, widths, seeds, seeds_help):
     """Options every probe shares: the width of the model probed (defaults: `widths`), its batches,
     its seeds and threads. Depth and norms differ between probes and are their own."""
     for name, kind in MODEL_WIDTH:
-        p.add_argument("--" + name.replace("_", "-"), type=kind, default=widths[name])
-    p.add_argument("--share-all-embeddings", type=str2bool, default=False)
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=widths[name], help=WIDTH_HELP[name])
+    p.add_argument("--share-all-embeddings", type=str2bool, default=False, metavar="BOOL",
+                   help="one embedding for encoder, decoder and output projection (1, true or yes = true)")
     p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
-    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--label-smoothing", type=float, default=0.1, help="label smoothing of the loss probed")
     p.add_argument("--seeds", type=int, default=seeds, help=seeds_help)
-    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
 
 
 # the init-time probes' (Fig 2, Fig 5) defaults

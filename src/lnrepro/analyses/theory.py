@@ -252,17 +252,17 @@ def draw(points, summary, title, pdf, d):
 
 
 def add_arguments(p):
-    p.add_argument("--d-model", type=int, default=64)
+    p.add_argument("--d-model", type=int, default=64, help="model width d (the paper's setting: 512)")
     p.add_argument("--layers", type=int, default=6, help="depth measured for Lemma 2 and concentration")
     p.add_argument("--depths", type=int, nargs="+", default=[4, 8, 16, 32, 64], help="depths for Theorem 1")
-    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--seeds", type=int, default=10, help="random initializations per measurement")
     p.add_argument("--sequences", type=int, default=16, help="Gaussian input sequences per seed")
     p.add_argument("--positions", type=int, default=16, help="positions n per sequence")
     p.add_argument("--vocab-size", type=int, default=1000, help="softmax size of Theorem 1's loss")
-    p.add_argument("--title", default="Theory checks (Xiong et al. 2020, §3.3)")
+    p.add_argument("--title", default="Theory checks (Xiong et al. 2020, §3.3)", help="figure title")
     p.add_argument("--device", default="cpu", help="cpu | cuda | auto (the d=512 paper setting is faster on a GPU)")
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--pdf", required=True)
+    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
+    p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--checks", required=True, help="one row per check: measured vs expected")
 

@@ -15,6 +15,8 @@ import torch.nn.functional as F
 from .data import BOS, EOS, PAD
 from .model import EncoderLayer, ModelConfig, dropout
 
+NORMS = ("post", "pre")  # BERT's residual sublayers (Admin is for the seq2seq model)
+
 CLS, SEP = BOS, EOS
 
 
@@ -34,7 +36,7 @@ class BertConfig:
     ln_eps: float = 1e-5        # every LayerNorm's eps; BERT's released code: 1e-12 (checkpoints without it: 1e-5)
 
     def __post_init__(self):
-        if self.norm not in ("post", "pre"):
+        if self.norm not in NORMS:
             raise ValueError(f"norm={self.norm!r}: BERT here is 'post' or 'pre' (Admin is for the seq2seq model)")
 
     def layer_config(self):

@@ -24,7 +24,7 @@ import shutil
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
@@ -43,41 +43,47 @@ CAP_KEYS = ("max_rounds", "max_round_updates")
 LN2 = math.log(2)
 
 
+def setting(default, help, choices=None):
+    """A config field with its command-line help and, where the set is closed, its choices."""
+    return field(default=default, metadata={"help": help, "choices": choices})
+
+
 @dataclass(frozen=True)
 class LoopConfig:
     """What every trainer shares; the task's own settings extend it (train.TrainConfig, ...)."""
     # optimizer
-    optimizer: str = "adam"
-    lr: float = 5e-4
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.98
-    adam_eps: float = 1e-8
-    momentum: float = 0.0
-    weight_decay: float = 0.0  # decoupled, as fairseq's Adam
-    clip_norm: float = 0.0     # 0 = no clipping
+    optimizer: str = setting("adam", "adam = AdamW (fairseq's Adam, decoupled weight decay); sgd; "
+                             "radam = RAdam (Liu et al.)", OPTIMIZERS)
+    lr: float = setting(5e-4, "peak learning rate (lr_max; after warm-up)")
+    adam_beta1: float = setting(0.9, "Adam/RAdam beta1")
+    adam_beta2: float = setting(0.98, "Adam/RAdam beta2 (the paper's 0.98; Liu et al. Fig 10 varies it)")
+    adam_eps: float = setting(1e-8, "Adam/RAdam epsilon")
+    momentum: float = setting(0.0, "SGD momentum (sgd only)")
+    weight_decay: float = setting(0.0, "weight decay, decoupled as fairseq's Adam")
+    clip_norm: float = setting(0.0, "clip the gradient's global L2 norm to this; 0 = no clipping")
     # learning-rate schedule
-    schedule: str = "inverse_sqrt"
-    warmup: int = 4000
-    warmup_init_lr: float = 0.0
-    decay_epoch: int = 0
-    decay_factor: float = 0.1
-    end_lr: float = 0.0
+    schedule: str = setting("inverse_sqrt", "lr schedule after warm-up (lnrepro.core.schedule)", SCHEDULES)
+    warmup: int = setting(4000, "linear warm-up, in updates (the paper's T_warmup); 0 = none")
+    warmup_init_lr: float = setting(0.0, "lr the warm-up starts from")
+    decay_epoch: int = setting(0, "step schedules: multiply the lr by --decay-factor from this epoch on")
+    decay_factor: float = setting(0.1, "step schedules: lr multiplier from --decay-epoch on")
+    end_lr: float = setting(0.0, "linear schedule: lr at the last update")
     # batches
-    max_tokens: int = 4096
-    update_freq: int = 1
-    seed: int = 1
-    divergence_factor: float = 3.0  # train loss above factor * log2(V) counts as exploded
+    max_tokens: int = setting(4096, "batch size in tokens per process and micro-batch")
+    update_freq: int = setting(1, "micro-batches accumulated per update")
+    seed: int = setting(1, "seed of initialization, batch order, dropout (and masking)")
+    divergence_factor: float = setting(3.0, "train loss above this times log2(vocab size) counts as diverged")
     # system
-    device: str = "auto"       # auto | cpu | cuda
-    bf16: bool = True          # autocast on CUDA (ignored on CPU)
-    compile: bool = False
-    threads: int = 0           # torch intra-op threads on CPU; 0 = torch's default
-    log_interval: float = 10.0  # seconds between progress lines
-    tensorboard: bool = False  # also log per-round scalars to OUT/tensorboard
+    device: str = setting("auto", "auto (cuda if available), cpu, cuda or a torch device such as cuda:1")
+    bf16: bool = setting(True, "bf16 autocast on CUDA (ignored on CPU)")
+    compile: bool = setting(False, "torch.compile the model")
+    threads: int = setting(0, "torch intra-op threads on CPU; 0 = torch's default")
+    log_interval: float = setting(10.0, "seconds between progress lines")
+    tensorboard: bool = setting(False, "also log per-round scalars to OUT/tensorboard")
     # the config's training_cap (a smoke test of a configuration, never a result): at most this
     # many rounds, of at most this many updates each; 0 = no cap
-    max_rounds: int = 0
-    max_round_updates: int = 0
+    max_rounds: int = setting(0, "the config's training_cap: at most this many rounds; 0 = no cap")
+    max_round_updates: int = setting(0, "the config's training_cap: at most this many updates a round; 0 = no cap")
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -113,13 +119,17 @@ def result_settings(config_dict):
 
 
 def add_config_arguments(p, config_class):
-    """One --flag per field of the config dataclass, typed by its default."""
+    """One --flag per field of the config dataclass, typed by its default, with the help and
+    choices of its setting()."""
     for f in dataclasses.fields(config_class):
         flag = "--" + f.name.replace("_", "-")
+        help_text = f.metadata.get("help")
         if f.type is bool or f.type == "bool":
-            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=f.default)
+            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=f.default,
+                           metavar="BOOL", help=help_text + "; BOOL: 1, true or yes; anything else is false")
         else:
-            p.add_argument(flag, type=type(f.default), default=f.default)
+            p.add_argument(flag, type=type(f.default), default=f.default, choices=f.metadata.get("choices"),
+                           help=help_text)
     p.add_argument("--nodes", type=int, default=1, help="nodes to train on (several: inside a SLURM job, via srun)")
     p.add_argument("--gpus", type=int, default=1,
                    help="processes per node: one per GPU (CPU workers with --device cpu); see lnrepro.core.launch")

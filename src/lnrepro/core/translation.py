@@ -14,28 +14,29 @@ import torch
 from .admin import load_omegas
 from .batching import collate, epoch_order, make_batches
 from .data import PAD, Dictionary, ParallelData
-from .loop import LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit
-from .model import ModelConfig, Transformer, label_smoothed_loss
+from .loop import LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, setting
+from .model import NORMS, ModelConfig, Transformer, label_smoothed_loss
 
 
 @dataclass(frozen=True)
 class TrainConfig(LoopConfig):
     # model (Xiong et al. §5; fairseq transformer_iwslt_de_en by default)
-    enc_layers: int = 6
-    dec_layers: int = 6
-    d_model: int = 512
-    ffn_dim: int = 1024
-    heads: int = 4
-    dropout: float = 0.3
-    attn_dropout: float = 0.0
-    act_dropout: float = 0.0
-    enc_norm: str = "post"
-    dec_norm: str = "post"
-    share_all_embeddings: bool = False
-    admin_omega: str = ""  # omega.json from `lnrepro admin-profile` (norm admin only)
+    enc_layers: int = setting(6, "encoder layers")
+    dec_layers: int = setting(6, "decoder layers")
+    d_model: int = setting(512, "model width d (embeddings, residual stream)")
+    ffn_dim: int = setting(1024, "inner width of the feed-forward sublayers")
+    heads: int = setting(4, "attention heads")
+    dropout: float = setting(0.3, "dropout on embeddings and sublayer outputs")
+    attn_dropout: float = setting(0.0, "dropout on attention weights")
+    act_dropout: float = setting(0.0, "dropout after the FFN activation")
+    enc_norm: str = setting("post", "encoder residual sublayers: Post-LN, Pre-LN (Xiong et al. Table 1) or Admin "
+                            "(Liu et al. 4.3)", NORMS)
+    dec_norm: str = setting("post", "decoder residual sublayers, as --enc-norm", NORMS)
+    share_all_embeddings: bool = setting(False, "one embedding for encoder, decoder and output projection")
+    admin_omega: str = setting("", "omega.json from `lnrepro admin-profile` (norm admin only); empty = none")
     # objective and length
-    label_smoothing: float = 0.1
-    epochs: int = 50
+    label_smoothing: float = setting(0.1, "label smoothing of the cross-entropy loss")
+    epochs: int = setting(50, "epochs to train (one round = one epoch)")
 
     def model_config(self, vocab_size):
         names = {f.name for f in fields(ModelConfig)}

@@ -69,9 +69,9 @@ def bench(pairs=160_000, threads=(1, 2), merges=10_000, workdir=None):
 
 
 def add_arguments(p):
-    p.add_argument("--pairs", type=int, default=160_000, help="sentence pairs (default 160000, IWSLT14's size)")
-    p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="process counts to compare (default 1 2)")
-    p.add_argument("--merges", type=int, default=10_000, help="BPE merges (default 10000)")
+    p.add_argument("--pairs", type=int, default=160_000, help="sentence pairs (IWSLT14's size)")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="process counts to compare")
+    p.add_argument("--merges", type=int, default=10_000, help="BPE merges")
     p.add_argument("--workdir", default=None, help="scratch folder (default: the system's temp)")
 
 

@@ -43,8 +43,8 @@ def binarize(src_lang, tgt_lang, train_prefix, splits, prefixes, out_dir, dict_o
 
 
 def add_arguments(p):
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--src-lang", required=True, help="source language code, the files' suffix (e.g. de)")
+    p.add_argument("--tgt-lang", required=True, help="target language code (e.g. en)")
     p.add_argument("--train-prefix", required=True,
                    help="the dictionary is counted over {prefix}.{src-lang} and .{tgt-lang}")
     p.add_argument("--splits", nargs="+", required=True, help="split names, e.g. train valid test")

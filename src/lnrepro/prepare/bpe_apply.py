@@ -21,10 +21,10 @@ def apply_bpe_file(codes_path, in_path, out_path, threads=1):
 
 
 def add_arguments(p):
-    p.add_argument("--codes", required=True)
-    p.add_argument("--input", required=True)
-    p.add_argument("--output", required=True)
-    p.add_argument("--threads", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--codes", required=True, help="BPE codes from lnrepro bpe-learn")
+    p.add_argument("--input", required=True, help="text file to read")
+    p.add_argument("--output", required=True, help="text file to write")
+    p.add_argument("--threads", type=int, default=1, help="worker processes")
 
 
 def run(args):

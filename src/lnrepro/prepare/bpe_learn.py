@@ -23,10 +23,10 @@ def learn_joint_bpe(inputs, codes_path, merges=10000, min_frequency=2):
 
 def add_arguments(p):
     p.add_argument("--inputs", nargs="+", required=True, help="files to learn from, in order")
-    p.add_argument("--merges", type=int, default=10000, help="merge operations (default 10000)")
+    p.add_argument("--merges", type=int, default=10000, help="merge operations")
     p.add_argument("--codes", required=True, help="output codes file")
     p.add_argument("--min-frequency", type=int, default=2,
-                   help="stop when the most frequent pair is rarer (default 2)")
+                   help="stop when the most frequent pair is rarer")
 
 
 def run(args):

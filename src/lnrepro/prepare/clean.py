@@ -59,16 +59,16 @@ def clean_corpus(src_in, tgt_in, src_out, tgt_out, min_len=1, max_len=175, ratio
 
 
 def add_arguments(p):
-    p.add_argument("--src-in", required=True)
-    p.add_argument("--tgt-in", required=True)
-    p.add_argument("--src-out", required=True)
-    p.add_argument("--tgt-out", required=True)
-    p.add_argument("--min", type=int, default=1, help="minimum words per side (default 1)")
-    p.add_argument("--max", type=int, default=175, help="maximum words per side (default 175)")
+    p.add_argument("--src-in", required=True, help="source text, one sentence per line")
+    p.add_argument("--tgt-in", required=True, help="target text, line-aligned with --src-in")
+    p.add_argument("--src-out", required=True, help="kept source lines")
+    p.add_argument("--tgt-out", required=True, help="kept target lines")
+    p.add_argument("--min", type=int, default=1, help="minimum words per side")
+    p.add_argument("--max", type=int, default=175, help="maximum words per side")
     p.add_argument("--ratio", type=float, default=1.5,
-                   help="maximum word-count ratio either way (default 1.5)")
+                   help="maximum word-count ratio either way")
     p.add_argument("--max-word-length", type=int, default=1000,
-                   help="drop pairs with a longer word, in characters (default 1000)")
+                   help="drop pairs with a longer word, in characters")
 
 
 def run(args):

@@ -8,8 +8,8 @@ def copy_text(in_path, out_path):
 
 
 def add_arguments(p):
-    p.add_argument("--input", required=True)
-    p.add_argument("--output", required=True)
+    p.add_argument("--input", required=True, help="text file to read")
+    p.add_argument("--output", required=True, help="text file to write")
 
 
 def run(args):

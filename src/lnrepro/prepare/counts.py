@@ -62,7 +62,8 @@ def add_arguments(p):
     p.add_argument("--expect", nargs="*", default=[], help="SPLIT=COUNT")
     p.add_argument("--source", default="", help="what the data is (for the message)")
     p.add_argument("--out", required=True, help="table: split, pairs, expected, status")
-    p.add_argument("--log", default=None, help="messages go here (appended); WARNINGs also to stderr")
+    p.add_argument("--log", default=None,
+                   help="messages go here (appended); WARNINGs also to stderr; left out: stderr only")
 
 
 def run(args):

@@ -133,10 +133,10 @@ def add_arguments(p):
     p.add_argument("--url", required=True, help="http(s):// or file:// URL, or a path")
     p.add_argument("--out", required=True, help="destination file")
     p.add_argument("--sha256", default=None, help="expected sha256 (hex); unchecked if omitted")
-    p.add_argument("--retries", type=int, default=3, help="attempts on network errors (default 3)")
+    p.add_argument("--retries", type=int, default=3, help="attempts on network errors")
     p.add_argument("--backoff", type=float, default=2.0,
-                   help="seconds before the 2nd attempt, doubled for each further one (default 2)")
-    p.add_argument("--timeout", type=float, default=60, help="socket timeout in seconds (default 60)")
+                   help="seconds before the 2nd attempt, doubled for each further one")
+    p.add_argument("--timeout", type=float, default=60, help="socket timeout in seconds")
     p.add_argument("--log", default=None,
                    help="progress goes here (appended); a failure is also printed to stderr")
 

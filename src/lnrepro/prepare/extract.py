@@ -184,10 +184,11 @@ def extract(archive, out_dir, sha256=None, log=sys.stderr):
 
 
 def add_arguments(p):
-    p.add_argument("--archive", required=True)
+    p.add_argument("--archive", required=True, help="the .tgz/.tar/.zip file")
     p.add_argument("--out", required=True, help="directory to create (or an empty one to fill)")
-    p.add_argument("--sha256", default=None, help="expected sha256 of the archive (hex)")
-    p.add_argument("--log", default=None, help="messages go here (appended); an error also to stderr")
+    p.add_argument("--sha256", default=None, help="expected sha256 of the archive (hex); left out: not checked")
+    p.add_argument("--log", default=None,
+                   help="messages go here (appended); an error also to stderr; left out: stderr only")
 
 
 def run(args):

@@ -58,12 +58,14 @@ def write_task(task, out_dir, seed, n_train, n_test, n_valid=None, one_file=Fals
 
 
 def add_arguments(parser):
-    parser.add_argument("--task", required=True, choices=["deen", "ende", "mono", "mrpc", "rte"])
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--task", required=True, choices=["deen", "ende", "mono", "mrpc", "rte"],
+                        help="translation (deen, ende), monolingual documents (mono) or a GLUE-like pair task")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the generated text")
+    parser.add_argument("--out-dir", required=True, help="folder the task's split files are written to")
     parser.add_argument("--n-train", type=int, required=True, help="pairs / documents / rows in train")
     parser.add_argument("--n-test", type=int, required=True, help="test pairs (mono: valid documents; GLUE: dev rows)")
-    parser.add_argument("--n-valid", type=int, default=None, help="optional valid split (overrides --n-test for mono/GLUE)")
+    parser.add_argument("--n-valid", type=int, default=None,
+                        help="valid split size (overrides --n-test for mono/GLUE); left out: none for deen/ende")
     parser.add_argument("--one-file", action="store_true",
                         help="mono: the --n-train documents alone in docs.txt (split later, as a real corpus is)")
 

@@ -127,9 +127,11 @@ def prepare_glue(task, out_dir, glue_dir=None, msr_train=None, dev_ids=None):
 
 
 def add_arguments(p):
-    p.add_argument("--task", required=True, choices=sorted(HEADERS))
+    p.add_argument("--task", required=True, choices=sorted(HEADERS), help="the GLUE task")
     p.add_argument("--out-dir", required=True, help="receives {train,dev}.tsv and their column files")
-    p.add_argument("--glue-dir", help="folder with the task's GLUE-format train.tsv and dev.tsv (searched below)")
+    p.add_argument("--glue-dir",
+                   help="folder with the task's GLUE-format train.tsv and dev.tsv (searched below); or, for "
+                        "mrpc, --msr-train and --dev-ids")
     p.add_argument("--msr-train", help="mrpc: msr_paraphrase_train.txt (split into train and dev by --dev-ids)")
     p.add_argument("--dev-ids", help="mrpc: GLUE's mrpc_dev_ids.tsv")
 

@@ -33,10 +33,10 @@ def prepare_local(src_lang, tgt_lang, out_dir, train, test, valid=None):
 
 
 def add_arguments(p):
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
-    p.add_argument("--train", nargs=2, required=True, metavar=("SRC", "TGT"))
-    p.add_argument("--test", nargs=2, required=True, metavar=("SRC", "TGT"))
+    p.add_argument("--src-lang", required=True, help="source language code, the files' suffix (e.g. de)")
+    p.add_argument("--tgt-lang", required=True, help="target language code (e.g. en)")
+    p.add_argument("--train", nargs=2, required=True, metavar=("SRC", "TGT"), help="train text files, line-aligned")
+    p.add_argument("--test", nargs=2, required=True, metavar=("SRC", "TGT"), help="test text files, line-aligned")
     p.add_argument("--valid", nargs=2, default=None, metavar=("SRC", "TGT"),
                    help="optional; without it the chain splits every Nth train line off")
     p.add_argument("--out-dir", required=True, help="raw folder to create: {split}.{lang}")

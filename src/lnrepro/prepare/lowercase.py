@@ -13,8 +13,8 @@ def lowercase_file(in_path, out_path, keep_case=False):
 
 
 def add_arguments(p):
-    p.add_argument("--input", required=True)
-    p.add_argument("--output", required=True)
+    p.add_argument("--input", required=True, help="text file to read")
+    p.add_argument("--output", required=True, help="text file to write")
     p.add_argument("--keep-case", action="store_true", help="copy without lowercasing")
 
 

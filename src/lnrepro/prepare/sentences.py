@@ -64,7 +64,7 @@ def split_sentences(inputs, out, threads=1, batch_size=256):
 def add_arguments(p):
     p.add_argument("--inputs", nargs="+", required=True, help="docs text files, their documents in order")
     p.add_argument("--out", required=True, help="one sentence per line, blank line between documents")
-    p.add_argument("--threads", type=int, default=1, help="spaCy worker processes (default 1)")
+    p.add_argument("--threads", type=int, default=1, help="spaCy worker processes")
     p.add_argument("--batch-size", type=int, default=256, help="paragraphs per spaCy batch")
 
 

@@ -36,10 +36,10 @@ def split_documents(in_path, train_out, valid_out, ratio=199, seed=1):
 
 def add_arguments(p):
     p.add_argument("--input", required=True, help="docs text (one sentence per line, blank line between documents)")
-    p.add_argument("--train-out", required=True)
-    p.add_argument("--valid-out", required=True)
-    p.add_argument("--ratio", type=int, default=199, help="train:valid documents, N:1 (default 199)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the random split (default 1)")
+    p.add_argument("--train-out", required=True, help="docs text of the train documents")
+    p.add_argument("--valid-out", required=True, help="docs text of the valid documents")
+    p.add_argument("--ratio", type=int, default=199, help="train:valid documents, N:1")
+    p.add_argument("--seed", type=int, default=1, help="seed of the random split")
 
 
 def run(args):

@@ -22,10 +22,10 @@ def split_valid(inputs, train_outputs, valid_outputs, every=23):
 
 
 def add_arguments(p):
-    p.add_argument("--every", type=int, default=23, help="line-number modulus (default 23)")
-    p.add_argument("--inputs", nargs="+", required=True)
-    p.add_argument("--train-outputs", nargs="+", required=True)
-    p.add_argument("--valid-outputs", nargs="+", required=True)
+    p.add_argument("--every", type=int, default=23, help="line-number modulus")
+    p.add_argument("--inputs", nargs="+", required=True, help="line-aligned text files to split alike")
+    p.add_argument("--train-outputs", nargs="+", required=True, help="one per input: the lines kept for train")
+    p.add_argument("--valid-outputs", nargs="+", required=True, help="one per input: every Nth line (--every)")
 
 
 def run(args):

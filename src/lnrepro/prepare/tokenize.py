@@ -57,9 +57,9 @@ def tokenize_file(in_path, out_path, lang, threads=1, aggressive_dash=False, esc
 
 def add_arguments(p):
     p.add_argument("--lang", required=True, help="language code for the Moses rules (de, en)")
-    p.add_argument("--input", required=True)
-    p.add_argument("--output", required=True)
-    p.add_argument("--threads", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--input", required=True, help="text file to read")
+    p.add_argument("--output", required=True, help="text file to write")
+    p.add_argument("--threads", type=int, default=1, help="worker processes")
     p.add_argument("--aggressive-dash", action="store_true",
                    help="split hyphens as E @-@ Mail (tokenizer.perl -a; off in fairseq)")
     p.add_argument("--no-escape", action="store_true",

@@ -94,8 +94,9 @@ def add_arguments(p):
     p.add_argument("--tgt", required=True, help="target language (de)")
     p.add_argument("--train-corpora", nargs="+", default=list(ICML17_TRAIN),
                    help="member prefixes, files PREFIX.LANG (default: the --icml17 set)")
-    p.add_argument("--test-set", default="newstest2014", help="SGML test set name (default newstest2014)")
-    p.add_argument("--valid-set", default=None, help="SGML validation set name, e.g. newstest2013")
+    p.add_argument("--test-set", default="newstest2014", help="SGML test set name")
+    p.add_argument("--valid-set", default=None,
+                   help="SGML validation set name, e.g. newstest2013; left out: no valid split")
     p.add_argument("--out-dir", required=True, help="raw folder to create: train/test[/valid].LANG")
 
 

@@ -29,22 +29,23 @@ COLUMNS = ["metric", "ours", "reference", "ratio", "unit", "device", "threads", 
 def add_arguments(p):
     p.add_argument("--device", default="auto", help="cpu | cuda | auto")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
-    for flag, default in (("--d-model", 64), ("--ffn-dim", 256), ("--heads", 4), ("--vocab", 1000)):
-        p.add_argument(flag, type=int, default=default)
+    for flag, default, help_text in (("--d-model", 64, "model width d"), ("--ffn-dim", 256, "FFN inner width"),
+                                     ("--heads", 4, "attention heads"), ("--vocab", 1000, "vocabulary size")):
+        p.add_argument(flag, type=int, default=default, help=help_text)
     p.add_argument("--layers", type=int, default=6, help="encoder layers = decoder layers")
-    p.add_argument("--dropout", type=float, default=0.3)
-    p.add_argument("--norm", choices=("pre", "post"), default="pre")
+    p.add_argument("--dropout", type=float, default=0.3, help="dropout on embeddings and sublayer outputs")
+    p.add_argument("--norm", choices=("pre", "post"), default="pre", help="residual sublayers of both models")
     p.add_argument("--batch-tokens", type=int, default=1000, help="B = batch_tokens // src_len sentences")
     p.add_argument("--src-len", type=int, default=24, help="length of every source and target sentence")
     p.add_argument("--steps", type=int, default=20, help="timed training steps per model, over all repetitions")
-    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--warmup-steps", type=int, default=3, help="untimed training steps per model first")
     p.add_argument("--repeats", type=int, default=5, help="interleaved repetitions; the median is reported")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for both models (and the peak matmul)")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile both models' training forward (as train --compile does); decoding stays eager")
     p.add_argument("--decode-sentences", type=int, default=128, help="per model and beam size, over all repetitions")
-    p.add_argument("--beam", type=int, default=5)
-    p.add_argument("--out", default="results/bench.csv")
+    p.add_argument("--beam", type=int, default=5, help="beam size decoded (greedy, beam 1, always too)")
+    p.add_argument("--out", default="results/bench.csv", help="CSV of every metric, ours vs the reference")
 
 
 class Reference(nn.Module):

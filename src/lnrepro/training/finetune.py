@@ -38,16 +38,21 @@ def add_arguments(p):
     p.add_argument("--checkpoint", required=True, help="a pre-training round checkpoint (checkpoints/epochN.pt)")
     p.add_argument("--data", required=True, help="binarized GLUE task dir (train.pt, dev.pt)")
     p.add_argument("--task", required=True, help="task name, written into the tables")
-    p.add_argument("--batch", type=int, nargs="+", default=[16, 32])
-    p.add_argument("--lr", type=float, nargs="+", default=[1e-5, 2e-5, 3e-5, 5e-5, 1e-4])
-    p.add_argument("--epochs", type=int, nargs="+", default=[3, 4, 5, 6, 7, 8])
-    p.add_argument("--seeds", type=int, default=6)
-    p.add_argument("--max-len", type=int, default=128)
-    p.add_argument("--warmup-fraction", type=float, default=0.1)
+    p.add_argument("--batch", type=int, nargs="+", default=[16, 32], help="grid: batch sizes, in sentence pairs")
+    p.add_argument("--lr", type=float, nargs="+", default=[1e-5, 2e-5, 3e-5, 5e-5, 1e-4],
+                   help="grid: peak learning rates")
+    p.add_argument("--epochs", type=int, nargs="+", default=[3, 4, 5, 6, 7, 8], help="grid: epochs")
+    p.add_argument("--seeds", type=int, default=6,
+                   help="fine-tunings per grid point, seeds 1..N (classifier init, order)")
+    p.add_argument("--max-len", type=int, default=128,
+                   help="tokens per pair input ([CLS] A [SEP] B [SEP], at most the model's positions); longer "
+                        "pairs are cut")
+    p.add_argument("--warmup-fraction", type=float, default=0.1,
+                   help="linear warm-up over this fraction of the updates")
     p.add_argument("--max-updates", type=int, default=0,
                    help="the config's training_cap: stop each fine-tuning after N updates of its schedule (0: none)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu, cuda, auto or a torch device such as cuda:1")
+    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
     p.add_argument("--out", required=True, help="CSV of every fine-tuning; the summary goes beside it")
 
 

@@ -34,36 +34,37 @@ import torch.nn.functional as F
 
 from ..core import launch
 from ..core.batching import epoch_order, make_batches
-from ..core.bert import CLS, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
+from ..core.bert import CLS, NORMS as BERT_NORMS, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
 from ..core.data import PAD, Dictionary
 from ..core.loop import (LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files,
-                         file_digests, fit)
+                         file_digests, fit, setting)
 from ..core.mono_data import MASK, MonoData
 
 
 @dataclass(frozen=True)
 class PretrainConfig(LoopConfig):
     # model: BERT-base (Devlin et al.; Xiong et al. supplementary §1.2)
-    layers: int = 12
-    d_model: int = 768
-    ffn_dim: int = 3072
-    heads: int = 12
-    dropout: float = 0.1
-    attn_dropout: float = 0.1
-    init_std: float = 0.02
-    ln_eps: float = 1e-5  # BERT's released code: 1e-12
-    norm: str = "post"
+    layers: int = setting(12, "encoder layers (BERT-base: 12)")
+    d_model: int = setting(768, "model width d")
+    ffn_dim: int = setting(3072, "inner width of the feed-forward sublayers")
+    heads: int = setting(12, "attention heads")
+    dropout: float = setting(0.1, "dropout on embeddings and sublayer outputs")
+    attn_dropout: float = setting(0.1, "dropout on attention weights")
+    init_std: float = setting(0.02, "weights drawn from N(0, init_std)")
+    ln_eps: float = setting(1e-5, "every LayerNorm's eps (BERT's released code: 1e-12)")
+    norm: str = setting("post", "residual sublayers: Post-LN or Pre-LN (Xiong et al. Fig 5a)", BERT_NORMS)
     # objective and length
-    block_size: int = 512
+    block_size: int = setting(512, "tokens per instance ([CLS] A [SEP] (B [SEP]))")
     # a first phase of shorter sequences (Devlin et al. A.2); short_block_size 0 = one phase
-    short_block_size: int = 0
-    short_fraction: float = 0.0   # of max_updates
-    short_max_tokens: int = 0     # 0 = as many sequences per batch as max_tokens holds at block_size
-    nsp: bool = True
-    mask_prob: float = 0.15
-    max_updates: int = 1_000_000
-    valid_interval: int = 50_000  # updates per round: validation loss and a checkpoint after each
-    valid_max_sequences: int = 0  # 0 = the whole valid split
+    short_block_size: int = setting(0, "block size of a first, shorter phase (Devlin et al. A.2: 128); 0 = one phase")
+    short_fraction: float = setting(0.0, "fraction of --max-updates in the short phase (set with --short-block-size)")
+    short_max_tokens: int = setting(0, "batch tokens in the short phase; 0 = as many sequences as --max-tokens holds "
+                                    "at --block-size")
+    nsp: bool = setting(True, "next-sentence prediction as well as masked LM")
+    mask_prob: float = setting(0.15, "fraction of tokens masked")
+    max_updates: int = setting(1_000_000, "updates in all")
+    valid_interval: int = setting(50_000, "updates per round: validation loss and a checkpoint after each")
+    valid_max_sequences: int = setting(0, "validate on at most this many sequences; 0 = the whole valid split")
 
     def __post_init__(self):
         super().__post_init__()
