@@ -1,8 +1,9 @@
 """Data preparation as fairseq's examples/translation/prepare-iwslt14.sh does it.
 
 One module per step (tokenize, clean, lowercase, split-valid, bpe-learn, bpe-apply,
-binarize). The helpers here are shared by them: line reading with Unix line semantics,
-atomic output files, and an order-preserving, memory-bounded parallel line map.
+binarize). The helpers here are shared by them: line reading with Unix line semantics
+(bad input, i.e. bytes that are not UTF-8 or an empty file, is an InputError naming the file
+and line), atomic output files, and an order-preserving, memory-bounded parallel line map.
 """
 import multiprocessing
 import os
