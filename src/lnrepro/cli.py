@@ -81,7 +81,11 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
-    return args.run(args) or 0
+    from lnrepro.prepare import InputError
+    try:
+        return args.run(args) or 0
+    except InputError as e:  # bad input (not UTF-8, empty): one line naming the file and line
+        sys.exit(f"lnrepro {args.command}: ERROR: {e}")
 
 
 if __name__ == "__main__":

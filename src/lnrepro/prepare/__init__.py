@@ -1,30 +1,79 @@
 """Data preparation as fairseq's examples/translation/prepare-iwslt14.sh does it.
 
 One module per step (tokenize, clean, lowercase, split-valid, bpe-learn, bpe-apply,
-binarize). The helpers here are shared by them: line reading with Unix line semantics,
-atomic output files, and an order-preserving, memory-bounded parallel line map.
+binarize). The helpers here are shared by them: line reading with Unix line semantics
+(bad input, i.e. bytes that are not UTF-8 or an empty file, is an InputError naming the file
+and line), atomic output files, and an order-preserving, memory-bounded parallel line map.
 """
 import multiprocessing
 import os
+import sys
 from collections import deque
 from contextlib import ExitStack, contextmanager
 from itertools import islice
 
 
-def read_lines(path):
+class InputError(ValueError):
+    """Input a step cannot use (not UTF-8, empty), with the file and line in the message.
+
+    `lnrepro` prints it as one line and exits non-zero (see cli.main)."""
+
+
+def _decode_error(path):
+    """InputError naming the first line of path that is not valid UTF-8 and where in it.
+
+    Text-mode reading decodes a buffer at a time, so its error's position is one inside
+    that buffer: the file is scanned again (in binary, only on this error path) to find
+    the line."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                column = len(raw[:e.start].decode("utf-8")) + 1
+                return InputError(f"{path}:{number}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column "
+                                  f"{column}); convert the file to UTF-8, e.g. with iconv -t UTF-8")
+    return InputError(f"{path}: not valid UTF-8")  # changed while being read
+
+
+def empty_input(path, what="sentences", hint="check the path, or the step that wrote the file"):
+    return InputError(f"{path}: empty: no {what}; {hint}")
+
+
+def warn(message):
+    print(f"WARNING: {message}", file=sys.stderr)
+
+
+def read_lines(path, empty=None):
     """Lines of a UTF-8 file without their trailing newline.
 
     newline="\\n" splits on \\n only, like Perl's <FH>; the default universal-newline
     mode would also split on a stray \\r and silently change the line count.
+    Bytes that are not UTF-8 raise InputError naming the file, line and column.
+    A file without lines raises InputError if empty="error", prints a warning if
+    empty="warn", and is read as no lines if empty is None.
     """
     with open(path, encoding="utf-8", newline="\n") as f:
-        for line in f:
-            yield line[:-1] if line.endswith("\n") else line
+        try:
+            first = next(f, None)  # the empty check costs nothing per line
+            if first is None:
+                if empty == "error":
+                    raise empty_input(path)
+                if empty == "warn":
+                    warn(f"{path}: empty: no sentences (its output is empty too)")
+                return
+            yield first[:-1] if first.endswith("\n") else first
+            for line in f:
+                yield line[:-1] if line.endswith("\n") else line
+        except UnicodeDecodeError:
+            raise _decode_error(path) from None
 
 
-def read_parallel(paths):
-    """Tuples of corresponding lines of several files; ValueError if line counts differ."""
-    iterators = [read_lines(p) for p in paths]
+def read_parallel(paths, empty=None):
+    """Tuples of corresponding lines of several files; ValueError if line counts differ.
+
+    empty: as read_lines's, for each file."""
+    iterators = [read_lines(p, empty) for p in paths]
     count = 0
     while True:
         row = [next(it, None) for it in iterators]
@@ -83,7 +132,7 @@ def _chunks(iterable, size):
 
 
 def map_lines(func, in_path, out_path, threads=1, initializer=None, initargs=(),
-              chunk_size=500):
+              chunk_size=500, empty=None):
     """Write func(chunk of lines) for consecutive chunks of in_path to out_path.
 
     func maps a list of lines to a list of the same length (top-level, so picklable);
@@ -91,20 +140,21 @@ def map_lines(func, in_path, out_path, threads=1, initializer=None, initargs=(),
     Chunks go to a process pool, at most 4 per worker in flight, and are written in
     input order: memory stays bounded however large the file is. (Pool.imap would
     let its feeder thread run ahead of the writer without limit.)
-    Returns the number of lines written.
+    Lines are read in this process (read_lines, `empty` as its), so an input error
+    names the line's number in the whole file. Returns the number of lines written.
     """
     n = 0
     with atomic_open(out_path) as out:
         if threads <= 1:
             if initializer:
                 initializer(*initargs)
-            for chunk in _chunks(read_lines(in_path), chunk_size):
+            for chunk in _chunks(read_lines(in_path, empty), chunk_size):
                 write_lines(out, func(chunk))
                 n += len(chunk)
             return n
         with multiprocessing.Pool(threads, initializer, initargs) as pool:
             pending = deque()
-            for chunk in _chunks(read_lines(in_path), chunk_size):
+            for chunk in _chunks(read_lines(in_path, empty), chunk_size):
                 pending.append(pool.apply_async(func, (chunk,)))
                 n += len(chunk)
                 if len(pending) >= 4 * threads:

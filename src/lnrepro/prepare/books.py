@@ -9,7 +9,7 @@ with a space (hard-wrapped text reads as the prose it is).
 import os
 import sys
 
-from . import atomic_open
+from . import atomic_open, empty_input
 from .documents import DocumentWriter, read_documents
 
 
@@ -34,10 +34,9 @@ def prepare_books(directory, out):
     with atomic_open(out) as f:
         writer = DocumentWriter(f)
         for path in book_files(directory):
-            try:
-                writer.write(paragraphs(path))
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path} is not UTF-8 ({e}); convert it, e.g. iconv -t UTF-8") from e
+            writer.write(paragraphs(path))  # not UTF-8: InputError with the file and line
+        if not writer.documents:  # inside the block: no output is left
+            raise empty_input(directory, "paragraphs", "its *.txt files are empty or blank")
     return writer.documents, writer.lines
 
 

@@ -17,7 +17,8 @@ def _apply_chunk(lines):
 
 
 def apply_bpe_file(codes_path, in_path, out_path, threads=1):
-    return map_lines(_apply_chunk, in_path, out_path, threads, _init, (codes_path,))
+    # every split goes through here, and split-valid only warns when its valid part is empty
+    return map_lines(_apply_chunk, in_path, out_path, threads, _init, (codes_path,), empty="warn")
 
 
 def add_arguments(p):

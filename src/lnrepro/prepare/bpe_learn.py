@@ -5,20 +5,26 @@ Same as prepare-iwslt14.sh's `cat train.de train.en | learn_bpe.py -s 10000 > co
 
 from subword_nmt.learn_bpe import learn_bpe
 
-from . import atomic_open
+from . import InputError, atomic_open, read_lines
 
 
 def _concatenated(paths):
-    # learn_bpe only iterates over lines, so streaming the files one after another
-    # is the same as piping their concatenation
+    # learn_bpe only iterates over lines (and strips their newline), so streaming the
+    # files one after another is the same as piping their concatenation
     for path in paths:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            yield from f
+        yield from read_lines(path, empty="error")
 
 
 def learn_joint_bpe(inputs, codes_path, merges=10000, min_frequency=2):
     with atomic_open(codes_path) as out:
-        learn_bpe(_concatenated(inputs), out, merges, min_frequency=min_frequency)
+        try:
+            learn_bpe(_concatenated(inputs), out, merges, min_frequency=min_frequency)
+        except ValueError as e:
+            if isinstance(e, InputError) or "empty sequence" not in str(e):
+                raise
+            # subword-nmt's max() over the pair counts: the text has no word to merge in
+            raise InputError(f"{', '.join(map(str, inputs))}: no word of two or more characters to "
+                             "learn BPE merges from (blank lines only?)") from None
 
 
 def add_arguments(p):

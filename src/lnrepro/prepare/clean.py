@@ -8,7 +8,7 @@ or a word-count ratio above ratio in either direction. Kept pairs are written no
 import re
 import sys
 
-from . import atomic_open_all, read_parallel
+from . import InputError, atomic_open_all, read_parallel
 
 # Perl's \s on Unicode strings; Python's \s would also match \x1c-\x1f
 _PERL_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -43,7 +43,7 @@ def clean_corpus(src_in, tgt_in, src_out, tgt_out, min_len=1, max_len=175, ratio
     n_in = n_out = 0
     factored = None
     with atomic_open_all([src_out, tgt_out]) as (fs, ft):
-        for src, tgt in read_parallel([src_in, tgt_in]):
+        for src, tgt in read_parallel([src_in, tgt_in], empty="error"):
             n_in += 1
             if factored is None:  # decided by the first pair only, as in the Perl script
                 factored = "|" in src or "|" in tgt
@@ -55,6 +55,9 @@ def clean_corpus(src_in, tgt_in, src_out, tgt_out, min_len=1, max_len=175, ratio
             fs.write(src + "\n")
             ft.write(tgt + "\n")
             n_out += 1
+        if not n_out:  # inside the block: no output is left
+            raise InputError(f"{src_in}, {tgt_in}: empty: no pairs after cleaning (of {n_in}); check "
+                             f"the length limits (--min {min_len}, --max {max_len}, --ratio {ratio}) and the files")
     return n_in, n_out
 
 

@@ -4,7 +4,7 @@ from . import atomic_open, read_lines, write_lines
 
 def copy_text(in_path, out_path):
     with atomic_open(out_path) as out:
-        write_lines(out, read_lines(in_path))
+        write_lines(out, read_lines(in_path, empty="error"))
 
 
 def add_arguments(p):

@@ -11,9 +11,10 @@ from .sources import log, raw_directory
 
 
 def _copy_pairs(s, t, s_out, t_out):
+    # s_out, t_out lie in raw_directory's temporary folder: a failure leaves no output
     n = 0
     with open(s_out, "w", encoding="utf-8", newline="\n") as fs, open(t_out, "w", encoding="utf-8", newline="\n") as ft:
-        for a, b in read_parallel([s, t]):
+        for a, b in read_parallel([s, t], empty="error"):
             fs.write(a + "\n")
             ft.write(b + "\n")
             n += 1

@@ -7,7 +7,7 @@ from . import atomic_open, read_lines, write_lines
 
 
 def lowercase_file(in_path, out_path, keep_case=False):
-    lines = read_lines(in_path)
+    lines = read_lines(in_path, empty="error")
     with atomic_open(out_path) as out:
         write_lines(out, lines if keep_case else (line.lower() for line in lines))
 

@@ -5,7 +5,7 @@ complement for train: 1-based line numbers divisible by N go to valid.
 """
 import sys
 
-from . import atomic_open_all, read_parallel
+from . import atomic_open_all, read_parallel, warn
 
 
 def split_valid(inputs, train_outputs, valid_outputs, every=23):
@@ -13,11 +13,13 @@ def split_valid(inputs, train_outputs, valid_outputs, every=23):
         raise ValueError("need as many --train-outputs and --valid-outputs as --inputs")
     counts = [0, 0]
     with atomic_open_all(train_outputs) as train, atomic_open_all(valid_outputs) as valid:
-        for number, row in enumerate(read_parallel(inputs), start=1):
+        for number, row in enumerate(read_parallel(inputs, empty="error"), start=1):
             is_valid = number % every == 0
             counts[is_valid] += 1
             for f, line in zip(valid if is_valid else train, row):
                 f.write(line + "\n")
+    if not counts[1]:  # legitimate for a file operation, though training will want a valid set
+        warn(f"{', '.join(map(str, inputs))}: {counts[0]} lines, fewer than --every {every}: the valid split is empty")
     return tuple(counts)
 
 

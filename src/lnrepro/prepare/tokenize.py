@@ -52,7 +52,7 @@ def tokenize_file(in_path, out_path, lang, threads=1, aggressive_dash=False, esc
                   lowercase=False):
     return map_lines(_tokenize_chunk, in_path, out_path, threads, _init,
                      (lang, aggressive_dash, escape, split_final_period, normalize_punctuation,
-                      remove_non_printing, lowercase))
+                      remove_non_printing, lowercase), empty="error")
 
 
 def add_arguments(p):
