@@ -4,6 +4,8 @@ The real commands (lnrepro.cli.main) on real files: invalid UTF-8 on line 3 of a
 an empty file.
 """
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -147,3 +149,14 @@ def test_split_valid_empty_valid_part_warns(tmp_path, capsys):
                  "--train-outputs", str(outs[0]), str(outs[1]), "--valid-outputs", str(outs[2]), str(outs[3])]) == 0
     assert "the valid split is empty" in capsys.readouterr().err
     assert outs[0].read_bytes() == b"x\ny\n" and outs[2].read_bytes() == b""
+
+
+def test_bpe_apply_malformed_codes_stops_with_workers_too(tmp_path):
+    """A Pool restarts workers that die in their initializer without end (this hung before): the
+    codes are loaded once before the workers start, so the command stops with subword-nmt's error."""
+    f = files(tmp_path, codes=b"#version: 0.2\nthree fields here\n", text=GOOD)
+    proc = subprocess.run([sys.executable, "-m", "lnrepro.cli", "bpe-apply", "--codes", f["codes"], "--input",
+                           f["text"], "--output", tmp_path / "out.txt", "--threads", "2"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "invalid line 2 in BPE codes file" in proc.stderr
+    assert left(tmp_path, f) == []

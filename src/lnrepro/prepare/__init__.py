@@ -144,10 +144,12 @@ def map_lines(func, in_path, out_path, threads=1, initializer=None, initargs=(),
     names the line's number in the whole file. Returns the number of lines written.
     """
     n = 0
+    # the state is built here first: an initializer that fails (malformed BPE codes) stops the
+    # command once, where in a Pool the workers would die and be restarted without end
+    if initializer:
+        initializer(*initargs)
     with atomic_open(out_path) as out:
         if threads <= 1:
-            if initializer:
-                initializer(*initargs)
             for chunk in _chunks(read_lines(in_path, empty), chunk_size):
                 write_lines(out, func(chunk))
                 n += len(chunk)
