@@ -1,0 +1,84 @@
+"""Your own corpus (README "Your own corpus"): config/own_corpus.example.yaml, as shipped, on tiny
+text files at the paths it names: prepare the data, train its run for its 1 epoch, score BLEU.
+Then what an edit of its decoding reruns (README "Working with the DAG"). About 30 s on 2 cores."""
+import math
+import random
+
+import pandas as pd
+import pytest
+import yaml
+
+from lnrepro.core import data
+
+from workflow_helpers import ROOT, snakemake, workflow_copy
+
+EXAMPLE = "config/own_corpus.example.yaml"
+NOUNS = [("Haus", "house"), ("Hund", "dog"), ("Baum", "tree"), ("Buch", "book"), ("Stadt", "city")]
+ADJECTIVES = [("klein", "small"), ("groß", "big"), ("alt", "old"), ("neu", "new"), ("schön", "beautiful")]
+
+
+def write_text(workdir, files):
+    """Aligned German/English lines at the paths the example's `files` names."""
+    rng = random.Random(1)
+    for split, n in (("train", 200), ("test", 20)):
+        pairs = [(f"Das {nd} ist {ad}.", f"The {ne} is {ae}.")
+                 for (nd, ne), (ad, ae) in ((rng.choice(NOUNS), rng.choice(ADJECTIVES)) for _ in range(n))]
+        for side, index in (("src", 0), ("tgt", 1)):
+            path = workdir / files[split][side]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(p[index] + "\n" for p in pairs), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory):
+    workdir = workflow_copy(tmp_path_factory.mktemp("own"))
+    cfg = yaml.safe_load((ROOT / EXAMPLE).read_text())
+    write_text(workdir, cfg["corpora"]["mine"]["files"])
+    merges = cfg["corpora"]["mine"]["bpe_merges"]
+    for target in (f"results/data/mine/bpe{merges}/bin/dict.txt",  # the README's three commands
+                   "results/train/mine_preln/metrics.csv", "results/eval/mine_preln/bleu.csv"):
+        snakemake(workdir, target, "--configfile", EXAMPLE, "--cores", "2")
+    return workdir, cfg
+
+
+def test_example_names_the_readmes_corpus_run_and_target():
+    cfg = yaml.safe_load((ROOT / EXAMPLE).read_text())
+    assert cfg["corpora"]["mine"]["source"] == "local" and cfg["corpora"]["mine"]["bpe_merges"] == 100
+    assert list(cfg["runs"]) == ["mine_preln"] and cfg["train_defaults"]["corpus"] == "mine"
+    readme = (ROOT / "README.md").read_text()
+    for text in ("results/data/mine/bpe100/bin/dict.txt", "results/train/mine_preln/metrics.csv",
+                 "results/eval/mine_preln/bleu.csv", EXAMPLE):
+        assert text in readme
+
+
+def test_own_corpus_is_prepared_binarized_trained_and_scored(own):
+    workdir, cfg = own
+    binarized = workdir / "results/data/mine/bpe100/bin"
+    sizes = {s: len(data.ParallelData.load(binarized / f"{s}.pt")) for s in ("train", "valid", "test")}
+    # every valid_every-th of the 200 train pairs is validation data; all 20 test pairs are kept
+    assert sizes == {"train": 180, "valid": 20, "test": 20}
+    assert "house" in (binarized / "dict.txt").read_text(encoding="utf-8")
+    metrics = pd.read_csv(workdir / "results/train/mine_preln/metrics.csv")
+    assert list(metrics.epoch) == [1] and metrics.diverged.tolist() == [0]
+    assert math.isfinite(metrics.train_loss[0]) and math.isfinite(metrics.valid_loss[0])
+    assert 0 < metrics.valid_loss[0] < 20  # bits per token
+    bleu = pd.read_csv(workdir / "results/eval/mine_preln/bleu.csv")
+    assert list(bleu.epoch) == [1] and bleu.split[0] == "test" and bleu.sentences[0] == 20
+    assert math.isfinite(bleu.bleu[0]) and 0 <= bleu.bleu[0] <= 100
+    assert len((workdir / "results/eval/mine_preln/hyp_epoch1.txt").read_text().splitlines()) == 20
+
+
+def test_nothing_to_do_then_a_decode_edit_plans_evaluation_not_training(own):
+    workdir, cfg = own
+    target = "results/eval/mine_preln/bleu.csv"
+    assert "Nothing to be done" in snakemake(workdir, target, "--configfile", EXAMPLE, "-n").stdout
+    cfg["corpora"]["mine"]["decode"]["beam"] = 2
+    (workdir / "edited.yaml").write_text(yaml.safe_dump(cfg))
+    out = snakemake(workdir, target, "--configfile", "edited.yaml", "-n").stdout
+    assert "rule evaluate:" in out and "Params have changed since last execution" in out
+    assert "rule train:" not in out and "rule binarize:" not in out
+    # --summary marks the one output whose settings changed
+    summary = snakemake(workdir, target, "--configfile", "edited.yaml", "--summary").stdout
+    rows = {r.split("\t")[0]: r.split("\t") for r in summary.splitlines() if r.startswith("results/")}
+    assert rows[target][4:6] == ["params changed", "update pending"]
+    assert rows["results/train/mine_preln/metrics.csv"][4:6] == ["ok", "no update"]
