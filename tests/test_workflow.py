@@ -116,6 +116,26 @@ def test_a_schema_error_is_one_line_first_then_a_few(tmp_path, edit, first_line)
     assert not (tmp_path / "results").exists()
 
 
+def test_a_config_of_corpora_alone_plans_their_data(tmp_path):
+    """Preparing data needs no models, runs or figures: a local corpus and threads are a config."""
+    workflow_copy(tmp_path)
+    files = {}
+    for split, n in (("train", 40), ("test", 3)):
+        files[split] = {}
+        for side, lang in (("src", "de"), ("tgt", "en")):
+            path = tmp_path / f"mine.{split}.{lang}"
+            path.write_text("".join(f"{lang} sentence {i} .\n" for i in range(n)))
+            files[split][side] = str(path)
+    cfg = {"corpora": {"mine": {"source": "local", "files": files, "src": "de", "tgt": "en", "bpe_merges": 40}},
+           "threads": {"data": 1}}
+    target = "results/data/mine/bpe40/bin/train.pt"
+    proc = snakemake(tmp_path, "-n", "--cores", "1", target, "--configfile", write_config(tmp_path, cfg))
+    jobs = planned_jobs(proc.stdout)
+    assert {"bpe_learn", "bpe_apply", "binarize"} <= set(jobs), proc.stdout[-3000:]
+    assert not {"train", "evaluate", "plot_figure"} & set(jobs)
+    assert target in proc.stdout
+
+
 def common_smk_constant(name):
     """A literal of workflow/rules/common.smk (Snakemake runs without importing lnrepro)."""
     text = (ROOT / "workflow" / "rules" / "common.smk").read_text()

@@ -247,7 +247,7 @@ def names_regex(names):
 
 wildcard_constraints:
     corpus=names_regex(config["corpora"]),
-    run=names_regex(list(config["runs"]) + bert_runs()),
+    run=names_regex(list(config["runs"]) + bert_runs()) or "NO_RUNS",
     fig=names_regex(config["figures"]) or "NO_FIGURES",
     side="src|tgt",
     merges="[0-9]+",
