@@ -88,9 +88,8 @@ def schema_error_lines(error):
     else:
         text = error.message if len(error.message) <= 160 else error.message[:157] + "..."
         msg = f"{at}{text}"
-    if isinstance(sch, dict) and sch.get("description"):
-        name = str(error.absolute_path[-1]) if error.absolute_path else "config"
-        detail.append(f"{name}: {' '.join(sch['description'].split())}"[:200])
+    if isinstance(sch, dict) and sch.get("description") and error.absolute_path:  # the top's: the schema's preamble
+        detail.append(textwrap.shorten(f"{error.absolute_path[-1]}: {sch['description']}", width=200))
     detail = detail[: SCHEMA_DETAIL_LINES - 1]
     detail.append(f"every key: config/README.md; the schema: {SCHEMA}")
     return msg, detail
