@@ -1,7 +1,7 @@
 # Reproduce Xiong et al. 2020 (Pre-LN vs Post-LN) and Liu et al. 2020 (Admin): every figure a target.
 #   snakemake --cores 2                                    # the embedded demo (config/demo.yaml)
 #   snakemake --configfile config/config.yaml --cores 8    # the papers' settings
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -11,8 +11,6 @@ if not workflow.overwrite_configfiles:
     configfile: "config/demo.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
-
 report: "workflow/report/workflow.rst"
 
 
@@ -21,8 +19,10 @@ envvars:
 
 
 # Each rule file holds its rules and, at its top, their helpers; common.smk (and the resources.smk
-# it includes) what they all use. Each file checks its config section as it is included, so with
-# several config errors the first one reported follows this order.
+# it includes) what they all use; common.smk first validates the config against
+# workflow/schemas/config.schema.yaml (one line per error, not the schema). Each file checks its
+# config section as it is included, so with several config errors the first one reported follows
+# this order.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/data.smk"

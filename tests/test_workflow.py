@@ -58,7 +58,7 @@ def planned_jobs(dry_run_output):
     (lambda c: c["bert"]["fig5"]["runs"].append("bert_big"), "bert_big"),
     (lambda c: c["bert"]["pretrain_defaults"].update(valid_interval=7), "valid_interval 7"),
     (lambda c: c["bert"]["finetune"].update(seeds=0), "seeds"),
-    (lambda c: c["bert"]["pretrain_defaults"].update(norm="admin"), "['pretrain_defaults']['norm']"),
+    (lambda c: c["bert"]["pretrain_defaults"].update(norm="admin"), "bert.pretrain_defaults.norm"),
     # norm combinations: the model builds each run, each table's run trains what its cell says
     (lambda c: c["runs"]["liu_wmt_postenc_predec_18L"].update(enc_norm="admin"),
      "runs.liu_wmt_postenc_predec_18L: enc_norm/dec_norm admin/pre"),
@@ -90,6 +90,50 @@ def test_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("edit, first_line", [
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(lrr=1e-3),
+     "config: runs.adam_5e-4_nowarm: unknown key 'lrr' (did you mean 'lr'?)"),
+    (lambda c: c["runs"]["preln_5e-4_nowarm"].update(norm="pree"),
+     "config: runs.preln_5e-4_nowarm.norm: 'pree' is not one of post, pre, admin (did you mean 'pre'?)"),
+    (lambda c: c.__setitem__("figurs", c.pop("figures")), "config: unknown key 'figurs' (did you mean 'figures'?)"),
+    (lambda c: c["corpora"]["deen"].pop("bpe_merges"), "config: corpora.deen: missing required key 'bpe_merges'"),
+    (lambda c: c["corpora"]["deen"].update(bpe_merges="many"),
+     "config: corpora.deen.bpe_merges: 'many' is not of type integer"),
+])
+def test_a_schema_error_is_one_line_first_then_a_few(tmp_path, edit, first_line):
+    """The schema's error as config_error's are: the key path, the bad value, what is allowed, the
+    closest valid key; then a few lines of detail, never jsonschema's dump of the schema."""
+    workflow_copy(tmp_path)
+    cfg = demo_config()
+    edit(cfg)
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", write_config(tmp_path, cfg), check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert output.splitlines()[0] == first_line, output[:3000]
+    assert len(output.splitlines()) < 15 and "Failed validating" not in output, output[:3000]
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_config_of_corpora_alone_plans_their_data(tmp_path):
+    """Preparing data needs no models, runs or figures: a local corpus and threads are a config."""
+    workflow_copy(tmp_path)
+    files = {}
+    for split, n in (("train", 40), ("test", 3)):
+        files[split] = {}
+        for side, lang in (("src", "de"), ("tgt", "en")):
+            path = tmp_path / f"mine.{split}.{lang}"
+            path.write_text("".join(f"{lang} sentence {i} .\n" for i in range(n)))
+            files[split][side] = str(path)
+    cfg = {"corpora": {"mine": {"source": "local", "files": files, "src": "de", "tgt": "en", "bpe_merges": 40}},
+           "threads": {"data": 1}}
+    target = "results/data/mine/bpe40/bin/train.pt"
+    proc = snakemake(tmp_path, "-n", "--cores", "1", target, "--configfile", write_config(tmp_path, cfg))
+    jobs = planned_jobs(proc.stdout)
+    assert {"bpe_learn", "bpe_apply", "binarize"} <= set(jobs), proc.stdout[-3000:]
+    assert not {"train", "evaluate", "plot_figure"} & set(jobs)
+    assert target in proc.stdout
 
 
 def common_smk_constant(name):

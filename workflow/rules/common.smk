@@ -3,12 +3,17 @@
 # file's own helpers are at its top. Top-level code, here and in a rule file, uses only names of its
 # own file and of these two, so the order of the Snakefile's includes decides nothing but which of
 # several config errors is reported first.
+import difflib
 import json
 import os
 import re
 import shlex
 import sys
+import textwrap
 import urllib.parse
+
+import jsonschema
+from snakemake.utils import validate
 
 # Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
 # even when the environment was not activated.
@@ -36,6 +41,75 @@ PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dro
 
 def config_error(msg):
     raise WorkflowError(f"config: {msg}")
+
+
+# ---- the schema: validated first, its error reported as config_error's are, without the schema ----
+SCHEMA = "workflow/schemas/config.schema.yaml"  # relative to the Snakefile's folder
+SCHEMA_DETAIL_LINES = 8  # after the message and a blank line; an allowed-keys list takes up to 6
+
+
+def key_path(path):
+    """['runs', 'x', 'norm'] -> 'runs.x.norm'; list indices as [i], the form config_error's messages use."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def short_repr(value, width=60):
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def did_you_mean(word, choices):
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def schema_error_lines(error):
+    """jsonschema's ValidationError -> (the one-line message, a few lines of detail)."""
+    where = key_path(error.absolute_path)
+    at = f"{where}: " if where else ""
+    inst, sch, detail = error.instance, error.schema, []
+    if error.validator == "additionalProperties" and isinstance(inst, dict) and sch.get("additionalProperties") is False:
+        allowed = sorted(sch.get("properties", {}))
+        patterns = list(sch.get("patternProperties", {}))
+        unknown = [k for k in inst if k not in allowed and not any(re.search(p, k) for p in patterns)]
+        keys = ", ".join(f"'{k}'" for k in unknown)
+        msg = f"{at}unknown key{'s' * (len(unknown) > 1)} {keys}{did_you_mean(unknown[0], allowed)}" if unknown \
+            else f"{at}{error.message}"
+        detail += textwrap.wrap(f"allowed keys: {', '.join(allowed)}", width=100, subsequent_indent="  ")
+    elif error.validator == "enum":
+        options = error.validator_value
+        msg = f"{at}{short_repr(inst)} is not one of {', '.join(map(str, options))}{did_you_mean(inst, options)}"
+    elif error.validator == "required":
+        missing = [k for k in error.validator_value if isinstance(inst, dict) and k not in inst] or ["?"]
+        msg = f"{at}missing required key '{missing[0]}'" if where else f"missing required top-level key '{missing[0]}'"
+    elif error.validator == "type":
+        types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        msg = f"{at}{short_repr(inst)} is not of type {' or '.join(map(str, types))}"
+    else:
+        text = error.message if len(error.message) <= 160 else error.message[:157] + "..."
+        msg = f"{at}{text}"
+    if isinstance(sch, dict) and sch.get("description") and error.absolute_path:  # the top's: the schema's preamble
+        detail.append(textwrap.shorten(f"{error.absolute_path[-1]}: {sch['description']}", width=200))
+    detail = detail[: SCHEMA_DETAIL_LINES - 1]
+    detail.append(f"every key: config/README.md; the schema: {SCHEMA}")
+    return msg, detail
+
+
+def validate_config():
+    """Snakemake's validate (it fills in the schema's defaults); an error is one line first, a few
+    after, and the workflow stops before any job: never jsonschema's dump of the schema."""
+    try:
+        validate(config, os.path.join(workflow.basedir, SCHEMA))
+    except WorkflowError as e:
+        cause = e.__context__
+        if not isinstance(cause, jsonschema.ValidationError):
+            raise
+        msg, detail = schema_error_lines(cause)
+        print(f"config: {msg}\n\n" + "\n".join(f"  {line}" for line in detail), file=sys.stderr)
+        sys.exit(1)
+
+
+validate_config()
 
 
 def corpus_cfg(name):
@@ -172,7 +246,7 @@ def names_regex(names):
 
 wildcard_constraints:
     corpus=names_regex(config["corpora"]),
-    run=names_regex(list(config["runs"]) + bert_runs()),
+    run=names_regex(list(config["runs"]) + bert_runs()) or "NO_RUNS",
     fig=names_regex(config["figures"]) or "NO_FIGURES",
     side="src|tgt",
     merges="[0-9]+",
