@@ -28,7 +28,8 @@ Two builds:
     Measured on 2 CPU cores (2026-11-25): with 16 runs (no 18-layer run but Table 1's hybrid),
     10.5 minutes and ~1,060 job-seconds beside two other test runs (train 447, decode 154,
     Admin 144, fine-tune 133, probes 84, pre-train 80); with the three 18-layer runs of Fig 8
-    added, 35.5 minutes and ~3,500 job-seconds beside a whole CI run (about 3x slower per job).
+    added, 8.8 minutes and 858 job-seconds inside a CI run alone on the machine (train 334,
+    Admin 179, decode 113, fine-tune 99, pre-train 61, probes 54).
   * with LNREPRO_PAPER_BUILD=1, all 88 runs and the whole grid, in stages that delete the
     epoch checkpoints of runs no later stage reads (d = 512 checkpoints take ~130 MB, ~0.6 GB a
     run with last.pt). Measured per job on 2 shared CPU cores (2026-11-24, with max_len_b 200):
