@@ -10,7 +10,7 @@ import os
 import sys
 from collections import deque
 from contextlib import ExitStack, contextmanager
-from itertools import islice
+from itertools import chain, islice
 
 
 class InputError(ValueError):
@@ -62,8 +62,7 @@ def read_lines(path, empty=None):
                 if empty == "warn":
                     warn(f"{path}: empty: no sentences (its output is empty too)")
                 return
-            yield first[:-1] if first.endswith("\n") else first
-            for line in f:
+            for line in chain([first], f):
                 yield line[:-1] if line.endswith("\n") else line
         except UnicodeDecodeError:
             raise _decode_error(path) from None
