@@ -53,9 +53,12 @@ def key_path(path):
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
-def short_repr(value, width=60):
-    text = repr(value)
+def clip(text, width):
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def short_repr(value, width=60):
+    return clip(repr(value), width)
 
 
 def did_you_mean(word, choices):
@@ -86,8 +89,7 @@ def schema_error_lines(error):
         types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         msg = f"{at}{short_repr(inst)} is not of type {' or '.join(map(str, types))}"
     else:
-        text = error.message if len(error.message) <= 160 else error.message[:157] + "..."
-        msg = f"{at}{text}"
+        msg = f"{at}{clip(error.message, 160)}"
     if isinstance(sch, dict) and sch.get("description") and error.absolute_path:  # the top's: the schema's preamble
         detail.append(textwrap.shorten(f"{error.absolute_path[-1]}: {sch['description']}", width=200))
     detail = detail[: SCHEMA_DETAIL_LINES - 1]
