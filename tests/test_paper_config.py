@@ -37,6 +37,7 @@ Two builds:
     ~350 s; a fine-tuning job runs 360 fine-tunings at ~1.9 s each (~670 s); ~15,000
     job-seconds in all, about two hours.
 """
+import copy
 import csv
 import hashlib
 import os
@@ -320,7 +321,7 @@ def paper_build(tmp_path_factory):
     workdir = workflow_copy(tmp_path_factory.mktemp("paper"))
     inputs = tmp_path_factory.mktemp("inputs")
     whole = paper_test_config(inputs, wmt_rows=None if full else COVERING_WMT_ROWS)
-    cfg = whole if full else covering_config(paper_test_config(inputs, wmt_rows=COVERING_WMT_ROWS))
+    cfg = whole if full else covering_config(copy.deepcopy(whole))
     (workdir / "whole.yaml").write_text(yaml.safe_dump(whole, allow_unicode=True))
     (workdir / "paper.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
     planned = {config: planned_rules(workdir, config) for config in ("paper.yaml", "whole.yaml")}
