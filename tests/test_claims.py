@@ -65,6 +65,7 @@ GAP = {"kind": "gap", "metric": "bleu", "a": "warm", "b": "nowarm", "min": 10}
 GAP_LOSS = {"kind": "gap", "metric": "valid_loss", "a": "nowarm", "b": "warm", "min": 0.5}
 GAP_ABS = {"kind": "gap", "abs": True, "metric": "valid_loss", "a": "adam", "b": "radam", "max": 0.25}
 GAP_BEST = {**GAP, "at": "best"}
+GAP_EPOCH1 = {**GAP_LOSS, "a": "post", "b": "pre", "at": 1, "min": 0}  # Liu Fig 1: who starts faster
 TWO_SIDED = {"kind": "gap", "metric": "bleu", "a": "pre", "b": "post", "min": -1, "max": 2}
 SOONER = {"kind": "sooner", "metric": "valid_loss", "a": "pre", "b": "post", "max": 0.8}
 DOMINATES = {"kind": "dominates", "metric": "valid_loss", "a": "radam_post", "b": "radam_pre", "c": "adam_pre",
@@ -99,6 +100,11 @@ CASES = [
     pytest.param(GAP_BEST, {"runs": {"warm": bleu(20, 33, 30), "nowarm": bleu(4, 8, 6)}}, 25, "PASS", id="gap-at-best"),
     pytest.param(GAP_BEST, {"runs": {"warm": bleu(12, 25), "nowarm": bleu(20, 8)}}, 5, "FAIL",
                  id="gap-at-best-not-final"),
+    pytest.param(GAP_EPOCH1, {"runs": {"post": loss(7, 5), "pre": loss(6.5, 5.5)}}, 0.5, "PASS", id="gap-at-epoch"),
+    pytest.param(GAP_EPOCH1, {"runs": {"post": loss(6, 5), "pre": loss(6.5, 5.5)}}, -0.5, "FAIL",
+                 id="gap-at-epoch-not-final"),
+    pytest.param(GAP_EPOCH1, {"runs": {"post": DIVERGED, "pre": loss(6.5, 5.5)}}, math.inf, "PASS",
+                 id="gap-at-epoch-diverged-before-is-inf"),
     pytest.param(TWO_SIDED, {"runs": {"pre": bleu(34), "post": bleu(33)}}, 1, "PASS", id="two-sided"),
     pytest.param(TWO_SIDED, {"runs": {"pre": bleu(35), "post": bleu(33)}}, 2, "PASS", id="two-sided-exactly-max"),
     pytest.param(TWO_SIDED, {"runs": {"pre": bleu(36), "post": bleu(33)}}, 3, "FAIL", id="two-sided-above-max"),

@@ -360,6 +360,9 @@ DEMO_DOES_NOT_REPRODUCE = {
     "fig5_preln_finetunes_as_well_mrpc": "the 4-layer BERT's fine-tuned accuracy differs by less than its seed noise",
     "fig5_preln_finetunes_as_well_rte": "as MRPC",
     "liu_admin_converges_in_every_cell": "the 4+4 Admin fails at lr 3e-2, beta2 0.99 like Post-LN",
+    "liu_fig1_preln_faster_early_6L": "the 2-layer Post-LN leads Pre-LN from the first epoch (seeds 1 and 2)",
+    "liu_fig1_admin_ends_better_than_preln_6L": "after 3 epochs the 2-layer Admin is still behind Pre-LN (seeds 1 and 2)",
+    "liu_postln_diverges_12L": "the demo's 12-layer stand-in (4+4) Post-LN still trains; it fails at 8+8",
 }
 
 

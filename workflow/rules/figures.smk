@@ -11,10 +11,12 @@ def figure_runs(fig):
 
 
 def figure_inputs(wildcards):
-    runs = figure_runs(wildcards.fig)
+    """Every run's metrics; BLEU (a decode of every epoch) only for the runs a BLEU panel draws."""
+    panels = config["figures"][wildcards.fig]["panels"]
+    decoded = sorted({run for panel in panels if panel["metric"] == "bleu" for run in panel["runs"]})
     return {
-        "metrics": [f"results/train/{run}/metrics.csv" for run in runs],
-        "bleu": [f"results/eval/{run}/bleu.csv" for run in runs],
+        "metrics": [f"results/train/{run}/metrics.csv" for run in figure_runs(wildcards.fig)],
+        "bleu": [f"results/eval/{run}/bleu.csv" for run in decoded],
     }
 
 

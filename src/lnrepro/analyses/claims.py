@@ -2,7 +2,8 @@
 
 Claims are data (the config's ``claims:`` section); each names a kind, the inputs it compares
 and an accepted range ``[min, max]`` for our number. Kinds:
-- ``gap``: metric(a) - metric(b) of two runs (|...| with ``abs: true``), at the final or best epoch;
+- ``gap``: metric(a) - metric(b) of two runs (|...| with ``abs: true``), at the final or best epoch
+  or at a given epoch (``at: 1``: how fast each run starts);
 - ``sooner``: the first epoch at which run a is as good as run b's final value, over b's epochs
   (NaN when b has no value: nothing to reach, no epochs to count);
 - ``dominates``: |metric(a) - metric(b)| / |metric(c) - metric(d)|, one change against another;
@@ -48,19 +49,27 @@ def worst(metric):
 
 
 def run_value(runs_dir, run, metric, at="final"):
-    _, values = curve(runs_dir, run, metric)
+    """The run's value at its final or best epoch, or at epoch `at` (a number: the worst if the run
+    has no value there, e.g. it diverged before it)."""
+    epochs, values = curve(runs_dir, run, metric)
+    if isinstance(at, int):
+        values = values[epochs == at]
     if len(values) == 0:
         return worst(metric)
-    if at == "final":
-        return float(values[-1])
-    return float(values.max() if HIGHER_IS_BETTER[metric] else values.min())
+    if at == "best":
+        return float(values.max() if HIGHER_IS_BETTER[metric] else values.min())
+    return float(values[-1])
+
+
+def at_text(at):
+    return f"epoch {at}" if isinstance(at, int) else at
 
 
 def gap(spec, runs_dir, tables):
     metric, at = spec["metric"], spec.get("at", "final")
     a, b = run_value(runs_dir, spec["a"], metric, at), run_value(runs_dir, spec["b"], metric, at)
     value = abs(a - b) if spec.get("abs") else a - b
-    return value, f"{metric} ({at}): {spec['a']} {a:.3g}, {spec['b']} {b:.3g}"
+    return value, f"{metric} ({at_text(at)}): {spec['a']} {a:.3g}, {spec['b']} {b:.3g}"
 
 
 def sooner(spec, runs_dir, tables):
@@ -83,7 +92,7 @@ def dominates(spec, runs_dir, tables):
     v = {k: run_value(runs_dir, spec[k], metric, at) for k in RUN_KEYS}
     big, small = abs(v["a"] - v["b"]), abs(v["c"] - v["d"])
     ratio = big / small if small > 0 else math.inf
-    return ratio, (f"{metric} ({at}): abs({spec['a']} - {spec['b']}) = {big:.3g} vs "
+    return ratio, (f"{metric} ({at_text(at)}): abs({spec['a']} - {spec['b']}) = {big:.3g} vs "
                    f"abs({spec['c']} - {spec['d']}) = {small:.3g}")
 
 

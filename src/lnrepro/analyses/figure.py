@@ -18,7 +18,8 @@ import pandas as pd  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
 METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
-                 "grad_norm": "gradient norm", "lr": "learning rate"}
+                 "grad_norm": "gradient norm", "lr": "learning rate", "valid_ppl": "validation perplexity"}
+LOG_SCALE = {"valid_ppl"}  # perplexities span orders of magnitude early in training
 
 
 def add_arguments(p):
@@ -48,18 +49,27 @@ def run_label(s):
     return ", ".join(parts)
 
 
-def load_run(runs_dir, run):
-    """One row per epoch: the trainer's metrics joined with the BLEU of that epoch's checkpoint."""
-    metrics = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
-    bleu = pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
-    table = metrics.merge(bleu[["epoch", "bleu"]], on="epoch", how="left")
+def bleu_runs(spec):
+    """The runs a BLEU panel draws: only theirs are decoded (the rule asks for no other bleu.csv)."""
+    return {run for panel in spec["panels"] if panel["metric"] == "bleu" for run in panel["runs"]}
+
+
+def load_run(runs_dir, run, with_bleu):
+    """One row per epoch: the trainer's metrics, joined with the BLEU of that epoch's checkpoint if asked."""
+    table = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
+    if with_bleu:
+        bleu = pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
+        table = table.merge(bleu[["epoch", "bleu"]], on="epoch", how="left")
+    # fairseq's perplexity: 2^(label-smoothing-free NLL in bits), what Liu et al. Figs 1 and 9 plot
+    table["valid_ppl"] = 2.0 ** table["valid_nll"]
     table.insert(0, "run", run)
     return table
 
 
 def long_table(spec, runs_dir):
     """Every plotted number: figure panel, run, label, epoch, metric, value, diverged."""
-    tables = {run: load_run(runs_dir, run) for panel in spec["panels"] for run in panel["runs"]}
+    decoded = bleu_runs(spec)
+    tables = {run: load_run(runs_dir, run, run in decoded) for panel in spec["panels"] for run in panel["runs"]}
     rows = []
     for i, panel in enumerate(spec["panels"]):
         for run in panel["runs"]:
@@ -100,6 +110,8 @@ def draw(spec, table, pdf):
         ax.set_title(f"({chr(97 + i)}) {panel['title']}", fontsize=10)
         ax.set_xlabel("epoch")
         ax.set_ylabel(METRIC_LABELS[panel["metric"]])
+        if panel["metric"] in LOG_SCALE:
+            ax.set_yscale("log")
         if panel.get("ylim"):
             ax.set_ylim(*panel["ylim"])
         ax.grid(alpha=0.3)
