@@ -1,7 +1,9 @@
 """Liu et al. 2020 (Admin) experiments on tiny models and fabricated runs: Fig 5's gradient
 vanishing, Fig 2's output change and its fits, Tables 1-2, the lr grid, checkpoint averaging,
-Figs 7-8's layer dependency."""
+Figs 7-8's layer dependency, Figs 3 and 11's gradient and update norms."""
+import copy
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -16,7 +18,10 @@ from lnrepro.analyses.outcomes import run_outcome
 from lnrepro.analyses.output_change import fit_growth, output_change
 from lnrepro.analyses.probing import (decoder_bottom_over_top, init_model, output_gradient_norms, relative_norms,
                                       sublayer_labels)
-from lnrepro.core.model import ModelConfig, ResidualSublayer
+from lnrepro.analyses.update_norms import epoch_pairs, matrices, mean_gradient, pair_rows
+from lnrepro.cli import main as cli_main
+from lnrepro.core.data import Dictionary
+from lnrepro.core.model import ModelConfig, ResidualSublayer, Transformer
 from lnrepro.training.evaluate import average_checkpoints
 
 VOCAB = 60
@@ -235,3 +240,78 @@ def test_beta_at_init_postln_leans_on_its_own_branch_admin_does_not():
     assert post.shape == (8, 9) and torch.all(post.triu(2) == 0)  # row i: branches 0..i only
     assert post[-1].argmax() == 8  # Post-LN: the top sublayer's own branch weighs most
     assert admin[-1, -1] < 0.75 * post[-1, -1]  # Admin's omega keeps it small at init (Fig 8)
+
+
+# ---- Figs 3 and 11: relative gradient and update norms per matrix ----
+def test_matrices_split_the_stacked_projection_into_q_k_v_thirds():
+    cfg = tiny(2)
+    model = Transformer(cfg)
+    mats = matrices(model.state_dict(), cfg)
+    attn = model.decoder.layers[1].cross_attn
+    d = cfg.d_model
+    for i, name in enumerate("QKV"):
+        assert torch.equal(mats[("decoder", "enc_attn", name, 2)], attn.in_proj.weight[i * d:(i + 1) * d])
+    assert torch.equal(mats[("decoder", "enc_attn", "O", 2)], attn.out_proj.weight)
+    assert torch.equal(mats[("encoder", "ffn", "W2", 1)], model.encoder.layers[0].ffn.fc2.weight)
+    # 2 encoder layers x (4 + 2) matrices, 2 decoder layers x (4 + 4 + 2)
+    assert len(mats) == 2 * 6 + 2 * 10
+
+
+def test_a_known_update_gives_its_norm_and_relative_norms_peak_at_one():
+    cfg = tiny(2)
+    before = Transformer(cfg)
+    after = copy.deepcopy(before)
+    with torch.no_grad():
+        after.encoder.layers[0].self_attn.in_proj.weight[cfg.d_model:2 * cfg.d_model] += 0.5  # W^K of layer 1
+        after.decoder.layers[1].ffn.fc1.weight += 0.25
+    rows = {(r["kind"], r["side"], r["sublayer"], r["matrix"], r["layer"]): r
+            for r in pair_rows(before, after, [random_batch()], label_smoothing=0.1)}
+    k = rows[("update", "encoder", "self_attn", "K", 1)]
+    w1 = rows[("update", "decoder", "ffn", "W1", 2)]
+    assert k["norm"] == pytest.approx(0.5 * cfg.d_model)  # 0.5 * sqrt(d * d)
+    assert w1["norm"] == pytest.approx(0.25 * math.sqrt(cfg.d_model * cfg.ffn_dim))
+    assert k["relative"] == 1 and w1["relative"] == pytest.approx(w1["norm"] / k["norm"])
+    assert rows[("update", "encoder", "self_attn", "Q", 1)]["norm"] == 0 and k["group"] == "softmax"
+    grads = [r["relative"] for key, r in rows.items() if key[0] == "gradient"]
+    assert max(grads) == 1 and min(grads) > 0
+
+
+def test_the_mean_gradient_is_the_mean_of_the_batches_gradients():
+    model = Transformer(tiny(1))
+    batches = [random_batch(0), random_batch(1)]
+    each = [{n: g.clone() for n, g in mean_gradient(model, [b], 0.1).items()} for b in batches]
+    both = mean_gradient(model, batches, 0.1)
+    name = "decoder.layers.0.cross_attn.in_proj.weight"
+    assert torch.allclose(both[name], (each[0][name] + each[1][name]) / 2, atol=1e-6)
+
+
+def test_epoch_pairs_are_consecutive_checkpoints():
+    ckpts = [(1, "e1"), (2, "e2"), (4, "e4"), (5, "e5")]  # epoch 3 diverged: no checkpoint
+    assert epoch_pairs(ckpts, None) == [(1, "e1", "e2"), (4, "e4", "e5")]
+    assert epoch_pairs(ckpts, [4, 9]) == [(4, "e4", "e5")]
+
+
+def test_update_norms_command_on_fabricated_checkpoints(toy_data, tmp_path):
+    """The rule's command end to end: three epoch checkpoints -> two pairs, the CSV and the PDF."""
+    cfg = dataclasses.replace(tiny(1, "pre", "pre"), vocab_size=len(Dictionary.load(toy_data / "dict.txt")))
+    run_dir = tmp_path / "train" / "r"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    torch.manual_seed(0)
+    model = Transformer(cfg)
+    for epoch in (1, 2, 3):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.01 * torch.randn_like(p))
+        torch.save({"model": model.state_dict(), "model_config": dataclasses.asdict(cfg)},
+                   run_dir / "checkpoints" / f"epoch{epoch}.pt")
+    pd.DataFrame({"epoch": [1, 2, 3], "checkpoint": [f"checkpoints/epoch{e}.pt" for e in (1, 2, 3)]}).to_csv(
+        run_dir / "metrics.csv", index=False)
+    spec = {"title": "t", "batches": 2, "epochs": None,
+            "runs": {"r": {"optimizer": "sgd", "max_tokens": 200, "seed": 1, "label_smoothing": 0.1}}}
+    assert cli_main(["update-norms", "--spec", json.dumps(spec), "--data", str(toy_data), "--runs-dir", str(tmp_path),
+                     "--pdf", str(tmp_path / "f.pdf"), "--csv", str(tmp_path / "f.csv")]) == 0
+    table = pd.read_csv(tmp_path / "f.csv")
+    assert sorted(table.epoch.unique()) == [1, 2] and set(table.kind) == {"gradient", "update"}
+    assert len(table) == 2 * 2 * (6 + 10)  # pairs x kinds x matrices of a 1+1-layer model
+    assert (table.groupby(["epoch", "kind"]).relative.max() == 1).all()
+    assert (tmp_path / "f.pdf").stat().st_size > 0

@@ -135,6 +135,8 @@ CASES = [
     pytest.param(stat("max_over_min", max=1.25), {"fig3": fig3(p=[1, 1.25, 1.125])}, 1.25, "PASS",
                  id="max_over_min-exactly-max"),
     pytest.param(stat("max_over_min", max=1.25), {"fig3": fig3(p=[1, 2, 1.5])}, 2, "FAIL", id="max_over_min-grows"),
+    pytest.param(stat("cv", max=0.5), {"fig3": fig3(p=[1, 3])}, 0.5, "PASS", id="cv-exactly-max"),  # sd 1, mean 2
+    pytest.param(stat("cv", max=0.5), {"fig3": fig3(p=[0, 2])}, 1, "FAIL", id="cv-unequal"),
     pytest.param(stat("fit_exponent", max=-0.2), {"fig3": fig3(p=[1, 2 ** -0.5])}, -0.5, "PASS", id="fit_exponent"),
     pytest.param(stat("fit_exponent", max=-0.2), {"fig3": fig3(p=[1, 1])}, 0, "FAIL", id="fit_exponent-flat"),
     pytest.param(DIVIDED, {"fig3": fig3(after=[0.25, 0.25], init=[1, 1])}, 0.25, "PASS", id="divide_by"),
@@ -171,7 +173,7 @@ def test_every_kind_and_statistic_has_a_pass_and_a_fail_case():
         seen.setdefault(key, set()).add(result)
     kinds = {key[0] for key in seen} | {key[1] for key in seen if key[1]}
     assert kinds == set(claims.KINDS) | {"value", "mean", "min", "max", "last_over_first", "max_over_min",
-                                         "fit_exponent"}
+                                         "fit_exponent", "cv"}
     assert {key[4] for key in seen} == {key[5] for key in seen} == {True, False}
     assert all(results == {"PASS", "FAIL"} for results in seen.values()), seen
 

@@ -20,7 +20,7 @@ hold every claim with one.
 
 Two builds:
   * in CI, the covering build (covering_config): one run of every kind the config trains
-    (COVERING_RUNS: 19 of its 88 runs, each with its paper settings), every figure, table and
+    (COVERING_RUNS: 20 of its 89 runs, each with its paper settings), every figure, table and
     claim that reads only those, 1 x 2 of the 60-point x 6-seed fine-tuning grid, and the WMT
     corpus cut to 8 lines per training corpus. The tests check that it plans every rule the
     whole config plans and runs every flag and every choice (optimizer, schedule, norms, task,
@@ -30,7 +30,7 @@ Two builds:
     Admin 144, fine-tune 133, probes 84, pre-train 80); with the three 18-layer runs of Fig 8
     added, 8.8 minutes and 858 job-seconds inside a CI run alone on the machine (train 334,
     Admin 179, decode 113, fine-tune 99, pre-train 61, probes 54).
-  * with LNREPRO_PAPER_BUILD=1, all 88 runs and the whole grid, in stages that delete the
+  * with LNREPRO_PAPER_BUILD=1, all 89 runs and the whole grid, in stages that delete the
     epoch checkpoints of runs no later stage reads (d = 512 checkpoints take ~130 MB, ~0.6 GB a
     run with last.pt). Measured per job on 2 shared CPU cores (2026-11-24, with max_len_b 200):
     a capped IWSLT run trains in ~32 s, WMT base in ~115 s (to decay epoch 6: ~300 s), 18+18 in
@@ -222,7 +222,7 @@ def paper_test_config(inputs, wmt_rows=None):
 # (update_freq 16 and 4) the paper config trains, and every 18-layer run (Table 1, Fig 8); every
 # other run differs from one of these only in lr, warm-up, beta2, seed or depth 12.
 COVERING_RUNS = {"adam_5e-4_warm4000", "sgd_5e-3_nowarm", "preln_5e-4_nowarm", "radam_preln_5e-4", "postln_fixed_1e-4",
-                 "wmt_preln_7e-4_nowarm", "liu_wmt_post_6L", "liu_wmt_pre_6L", "liu_wmt_admin_6L",
+                 "wmt_preln_7e-4_nowarm", "liu_wmt_post_6L", "liu_wmt_pre_6L", "liu_wmt_pre_6L_sgd", "liu_wmt_admin_6L",
                  "liu_wmt_post_18L", "liu_wmt_pre_18L", "liu_wmt_admin_18L", "liu_wmt_postenc_predec_18L",
                  "liu_iwslt_post_seed1", "liu_iwslt_pre_seed1", "liu_iwslt_admin_seed1",
                  "liu_grid_post_5e-4_b0.99", "liu_grid_pre_5e-4_b0.99", "liu_grid_admin_5e-4_b0.99"}
@@ -288,7 +288,8 @@ def stages(cfg):
     return [eval_targets(cfg, config_runs(cfg, "figures")) + ["results/figures/fig3.pdf", "results/figures/fig5.pdf",
                                                                "results/figures/theory.pdf"],
             eval_targets(cfg, config_runs(cfg, "liu_wmt")) + [f"results/figures/liu_{fig}.pdf"
-                                                               for fig in cfg["admin"]["layer_dependency"]],
+                                                               for section in ("layer_dependency", "update_norms")
+                                                               for fig in cfg["admin"][section]],
             eval_targets(cfg, config_runs(cfg, "liu_seeds")),
             *(eval_targets(cfg, grid[i:i + 15]) for i in range(0, len(grid), 15)),
             ["all"]]

@@ -76,6 +76,7 @@ def planned_jobs(dry_run_output):
     (lambda c: c["admin"]["layer_dependency"]["fig8"]["runs"].__setitem__(0, "liu_wmt_postenc_predec_18L"),
      "admin.layer_dependency.fig8.runs[0]"),
     (lambda c: c["admin"]["layer_dependency"]["fig7"]["runs"].append("no_such_run"), "admin.layer_dependency.fig7.runs"),
+    (lambda c: c["admin"]["update_norms"]["fig11"]["runs"].append("no_such_run"), "admin.update_norms.fig11.runs"),
     (lambda c: c["admin"]["gradients"].update(run="no_such_run"), "admin.gradients.run"),
     # a paper's tokens per update must map to whole batches on the run's processes
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(update_tokens=1000), "runs.adam_5e-4_nowarm.update_tokens: 1000"),

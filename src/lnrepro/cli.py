@@ -48,6 +48,8 @@ COMMANDS = {
     "output-change": ("lnrepro.analyses.output_change", "output change vs depth under a small parameter change (Liu et al. Fig 2)"),
     "layer-dependency": ("lnrepro.analyses.layer_dependency",
                          "beta_ij layer-dependency heatmaps at init and after training (Liu et al. Figs 7-8)"),
+    "update-norms": ("lnrepro.analyses.update_norms",
+                     "relative gradient and update norms of every attention/FFN matrix per epoch pair (Liu et al. Figs 3, 11)"),
     "admin-tables": ("lnrepro.analyses.admin_tables", "Liu et al. Tables 1 and 2 from the runs' metrics and BLEU"),
     "lr-grid": ("lnrepro.analyses.lr_grid", "no-warm-up lr x beta2 grid: converged/diverged and BLEU heatmap (Liu et al. Fig 10)"),
     "bench": ("lnrepro.training.bench", "benchmark training/decoding speed against torch.nn.Transformer"),

@@ -1,5 +1,6 @@
-# Liu et al. 2020 (Admin): Tables 1-2, Fig 2 (output change), Fig 5 (gradient vanishing at init),
-# Figs 7-8 (layer dependency) and Fig 10 (no-warm-up lr x beta2 grid). Training and decoding are the
+# Liu et al. 2020 (Admin): Tables 1-2, Fig 2 (output change), Figs 3 and 11 (relative gradient and
+# update norms), Fig 5 (gradient vanishing at init), Figs 7-8 (layer dependency) and Fig 10
+# (no-warm-up lr x beta2 grid). Training and decoding are the
 # ordinary `train`/`evaluate`/`evaluate_averaged` jobs of the named runs; these rules probe at
 # initialization (seconds) and assemble. Everything comes from the config's optional `admin:`
 # section; without a subsection its target is simply not in `rule all`.
@@ -13,6 +14,9 @@ ADMIN_TARGETS = {  # subsection -> what it draws
     "table2": ["results/tables/admin_table2.md", "results/tables/admin_table2.csv"],
     "lr_grid": ["results/figures/liu_fig10.pdf"],
 }
+
+
+FIGURE_SECTIONS = ("layer_dependency", "update_norms")  # {fig: {title, runs, ...}}: results/figures/liu_{fig}
 
 
 def admin_cfg(section=None):
@@ -51,12 +55,13 @@ def check_admin_config():
         for norm, runs in t2["runs"].items():
             if len(runs) != len(t2["depths"]):
                 config_error(f"admin.table2.runs.{norm}: {len(runs)} runs for {len(t2['depths'])} depths")
-    for fig, spec in a.get("layer_dependency", {}).items():
-        for run in spec["runs"]:
-            if run not in config["runs"]:
-                config_error(f"admin.layer_dependency.{fig}.runs: '{run}' is not a run ({sorted(config['runs'])})")
-        if len({run_corpus(run) for run in spec["runs"]}) > 1:
-            config_error(f"admin.layer_dependency.{fig}.runs: the runs of one figure must share a corpus")
+    for section in FIGURE_SECTIONS:
+        for fig, spec in a.get(section, {}).items():
+            for run in spec["runs"]:
+                if run not in config["runs"]:
+                    config_error(f"admin.{section}.{fig}.runs: '{run}' is not a run ({sorted(config['runs'])})")
+            if len({run_corpus(run) for run in spec["runs"]}) > 1:
+                config_error(f"admin.{section}.{fig}.runs: the runs of one figure must share a corpus")
     if "table1" in a and "gradients" not in a:
         config_error("admin.table1 needs admin.gradients (its 'gradient vanishing' column is measured there)")
 
@@ -108,7 +113,7 @@ check_admin_run_settings()
 
 def admin_targets():
     targets = [t for section, targets in ADMIN_TARGETS.items() if section in admin_cfg() for t in targets]
-    return targets + [f"results/figures/liu_{fig}.pdf" for fig in admin_cfg().get("layer_dependency", {})]
+    return targets + [f"results/figures/liu_{fig}.pdf" for s in FIGURE_SECTIONS for fig in admin_cfg().get(s, {})]
 
 
 # ---- init-time probes: the named run's corpus, width and batches; depth from the section ----
@@ -210,25 +215,33 @@ MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropou
 DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "seed", "max_tokens")  # what rebuilds a run's init
 
 
+def figure_cfg(section, fig):
+    figures = admin_cfg().get(section, {})
+    if fig not in figures:
+        config_error(f"results/figures/liu_{fig}.pdf needs admin.{section}.{fig}")
+    return figures[fig]
+
+
+def figure_corpus(section, fig):
+    return run_corpus(figure_cfg(section, fig)["runs"][0])
+
+
+def figure_data_dir(section, fig):
+    return f"{bpe_dir(figure_corpus(section, fig))}/bin"
+
+
 def dependency_cfg(wildcards):
-    figures = admin_cfg().get("layer_dependency", {})
-    if wildcards.ldfig not in figures:
-        config_error(f"results/figures/liu_{wildcards.ldfig}.pdf needs admin.layer_dependency.{wildcards.ldfig}")
-    return figures[wildcards.ldfig]
-
-
-def dependency_corpus(wildcards):
-    return run_corpus(dependency_cfg(wildcards)["runs"][0])
+    return figure_cfg("layer_dependency", wildcards.ldfig)
 
 
 def dependency_inputs(wildcards):
-    files = bin_files(dependency_corpus(wildcards))
+    files = bin_files(figure_corpus("layer_dependency", wildcards.ldfig))
     return {"dict": files["dict"], "train": files["train"],
             "metrics": [f"results/train/{run}/metrics.csv" for run in dependency_cfg(wildcards)["runs"]]}
 
 
 def dependency_data_dir(wildcards):
-    return f"{bpe_dir(dependency_corpus(wildcards))}/bin"
+    return figure_data_dir("layer_dependency", wildcards.ldfig)
 
 
 def dependency_spec(wildcards):
@@ -236,6 +249,31 @@ def dependency_spec(wildcards):
     fig = dependency_cfg(wildcards)
     runs = {run: {k: v for k, v in run_settings(run).items() if k in DEPENDENCY_KEYS} for run in fig["runs"]}
     return json.dumps({"title": fig["title"], "runs": runs}, sort_keys=True)
+
+
+# ---- Figs 3 and 11: relative gradient and update norms between consecutive epoch checkpoints ----
+UPDATE_NORM_KEYS = ("optimizer", "max_tokens", "seed", "label_smoothing")  # what the probe needs of a run
+
+
+def update_norms_cfg(wildcards):
+    return figure_cfg("update_norms", wildcards.unfig)
+
+
+def update_norms_inputs(wildcards):
+    """The runs' metrics (their epoch checkpoints are written with them) and the corpus's batches."""
+    return {"train": bin_files(figure_corpus("update_norms", wildcards.unfig))["train"],
+            "metrics": [f"results/train/{run}/metrics.csv" for run in update_norms_cfg(wildcards)["runs"]]}
+
+
+def update_norms_data_dir(wildcards):
+    return figure_data_dir("update_norms", wildcards.unfig)
+
+
+def update_norms_spec(wildcards):
+    fig = update_norms_cfg(wildcards)
+    runs = {run: {k: run_value(run, k) for k in UPDATE_NORM_KEYS} for run in fig["runs"]}
+    return json.dumps({"title": fig["title"], "batches": fig.get("batches", 8), "epochs": fig.get("epochs"),
+                       "runs": runs}, sort_keys=True)
 
 
 rule gradient_vanishing:
@@ -351,4 +389,28 @@ rule layer_dependency:
         "benchmarks/admin/liu_{ldfig}.tsv"
     shell:
         "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
+        " --threads {threads} --pdf {output.pdf} --csv {output.csv} > {log} 2>&1"
+
+
+# Figs 3 and 11: per epoch pair of each run, every matrix's gradient and update norm (seconds).
+rule update_norms:
+    input:
+        unpack(update_norms_inputs),
+    output:
+        pdf=report("results/figures/liu_{unfig}.pdf", caption="../report/admin.rst", category="Admin"),
+        csv=report("results/figures/liu_{unfig}.csv", caption="../report/admin.rst", category="Admin"),
+    wildcard_constraints:
+        unfig="fig3|fig11",
+    params:
+        spec=update_norms_spec,
+        data_dir=update_norms_data_dir,
+    threads: threads("train")
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/admin/liu_{unfig}.log",
+    benchmark:
+        "benchmarks/admin/liu_{unfig}.tsv"
+    shell:
+        "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
         " --threads {threads} --pdf {output.pdf} --csv {output.csv} > {log} 2>&1"

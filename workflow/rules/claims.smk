@@ -8,6 +8,8 @@ CLAIM_SOURCES = {  # table claims read these results tables; each exists when it
     "theory": (("theory",), "results/figures/theory_checks.csv"),
     "fig5": (("bert", "fig5"), "results/figures/fig5.csv"),
     "liu_fig10": (("admin", "lr_grid"), "results/figures/liu_fig10.csv"),
+    "liu_fig3": (("admin", "update_norms", "fig3"), "results/figures/liu_fig3.csv"),
+    "liu_fig11": (("admin", "update_norms", "fig11"), "results/figures/liu_fig11.csv"),
 }
 CLAIM_RUN_KEYS = ("a", "b", "c", "d")
 

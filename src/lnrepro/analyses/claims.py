@@ -8,7 +8,8 @@ and an accepted range ``[min, max]`` for our number. Kinds:
   (NaN when b has no value: nothing to reach, no epochs to count);
 - ``dominates``: |metric(a) - metric(b)| / |metric(c) - metric(d)|, one change against another;
 - ``table``: a statistic of selected rows of a results table (``fig3``, ``theory``): value, mean,
-  last_over_first, max_over_min, fit_exponent; ``divide_by`` divides by the same statistic of
+  last_over_first, max_over_min, fit_exponent, cv (coefficient of variation: sd / mean, how
+  unequal the values are whatever their scale); ``divide_by`` divides by the same statistic of
   other rows.
 A run's missing value (it diverged before any checkpoint) counts as the worst: BLEU 0, loss inf.
 
@@ -124,6 +125,8 @@ def statistic(rows, name, x, y):
         return float(values[-1] / values[0])
     if name == "max_over_min":
         return float(values.max() / values.min())
+    if name == "cv":
+        return float(values.std() / values.mean())  # population sd: the rows are all there is
     if name == "fit_exponent":  # y ~ x^k
         return float(np.polyfit(np.log(rows[x].to_numpy(dtype=float)), np.log(values), 1)[0])
     raise ValueError(f"unknown statistic {name!r}")

@@ -9,7 +9,6 @@ mean and std are fixed, so it maps each component c to g (c - mean(c)) / std(str
 components still add up to the sublayer output; Pre-LN only appends a. Then
 beta_{i,j} = sqrt(sum over tokens of Var_d(component j) / sum over tokens of Var_d(stream)).
 """
-import csv
 import json
 from dataclasses import fields
 from pathlib import Path
@@ -21,12 +20,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from ..core.batching import collate, make_batches  # noqa: E402
 from ..core.data import PAD, Dictionary, ParallelData  # noqa: E402
 from ..core.model import ModelConfig, Transformer  # noqa: E402
 from ..core.translation import load_model  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
-from .probing import init_model, pick_batches  # noqa: E402
+from .probing import (add_trained_probe_arguments, epoch_checkpoints, init_model, probe_batches,  # noqa: E402
+                      use_threads, write_probe)
 
 LN_EPS = 1e-5
 STATES = ("init", "trained")
@@ -93,11 +92,10 @@ def layer_dependency(model, src, prev):
 
 def last_checkpoint(metrics_csv):
     """The run's last epoch checkpoint (a diverged run: the last before it diverged)."""
-    with open(metrics_csv, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["checkpoint"]]
-    if not rows:
+    checkpoints = epoch_checkpoints(metrics_csv)
+    if not checkpoints:
         raise SystemExit(f"{metrics_csv}: no checkpoint (diverged in its first epoch)")
-    return Path(metrics_csv).parent / rows[-1]["checkpoint"]
+    return checkpoints[-1][1]
 
 
 def run_models(run, settings, runs_dir, vocab_size, batch):
@@ -111,8 +109,7 @@ def run_models(run, settings, runs_dir, vocab_size, batch):
 def measure(spec, runs_dir, data, vocab_size):
     rows = []
     for run, settings in spec["runs"].items():
-        batches = make_batches(data, settings.get("max_tokens", 4096), seed=1)
-        batch = collate(data, pick_batches(batches, 1, settings.get("seed", 1))[0])
+        batch = probe_batches(data, settings.get("max_tokens", 4096), 1, settings.get("seed", 1))[0]
         for state, model in run_models(run, settings, runs_dir, vocab_size, batch):
             for side, beta in layer_dependency(model, *batch[:2]).items():
                 for i in range(beta.shape[0]):
@@ -141,23 +138,14 @@ def draw(table, title, pdf):
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True, help="JSON: title, runs {run: its settings}")
-    p.add_argument("--data", required=True, help="binarized data dir of the runs' corpus (dict.txt, train.pt)")
-    p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and its checkpoints")
-    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
-    p.add_argument("--pdf", required=True, help="the heatmaps")
-    p.add_argument("--csv", required=True, help="every beta_ij plotted")
+    add_trained_probe_arguments(p, "JSON: title, runs {run: its settings}", "every beta_ij plotted")
 
 
 def run(args):
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     spec = json.loads(args.spec)
     data_dir = Path(args.data)
     vocab = Dictionary.load(data_dir / "dict.txt")
-    table = measure(spec, args.runs_dir, ParallelData.load(data_dir / "train.pt"), len(vocab))
-    for path in (args.csv, args.pdf):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.csv, index=False)
-    draw(table, spec["title"], args.pdf)
+    write_probe(measure(spec, args.runs_dir, ParallelData.load(data_dir / "train.pt"), len(vocab)), spec["title"],
+                args, draw)
     return 0

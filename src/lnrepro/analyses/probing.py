@@ -11,13 +11,14 @@
 - the concentration property (Xiong et al. 2020 Definition 1), of the probed model's ||x_L||^2
   and of the simplified stack's alike.
 """
+import csv
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..core.admin import profile, set_omegas
-from ..core.batching import make_batches
+from ..core.batching import collate, make_batches
 from ..core.data import PAD, Dictionary, ParallelData
 from ..core.model import Transformer, label_smoothed_loss
 
@@ -41,6 +42,18 @@ def pick_batches(all_batches, k, seed):
     return [all_batches[i] for i in rng.choice(len(all_batches), size=min(k, len(all_batches)), replace=False)]
 
 
+def probe_batches(data, max_tokens, k, seed):
+    """k training batches of a run (built as its trainer builds them), drawn by `seed`, collated."""
+    return [collate(data, b) for b in pick_batches(make_batches(data, max_tokens, seed=1), k, seed)]
+
+
+def epoch_checkpoints(metrics_csv):
+    """[(epoch, checkpoint path)] of a run, in order; a diverged epoch has none."""
+    with open(metrics_csv, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["checkpoint"]]
+    return [(int(r["epoch"]), Path(metrics_csv).parent / r["checkpoint"]) for r in rows]
+
+
 def sublayer_labels(model):
     """(side, layer from 1, kind) of every residual sublayer, in model.residual_sublayers() order."""
     cfg = model.cfg
@@ -59,6 +72,12 @@ def init_model(model_config, seed, batch=None):
     return model
 
 
+def token_loss(model, src, prev, tgt, label_smoothing):
+    """The trainer's loss of one batch per target token."""
+    loss, _ = label_smoothed_loss(model(src, prev), tgt, label_smoothing)
+    return loss / (tgt != PAD).sum()
+
+
 def output_gradient_norms(model, src, prev, tgt, label_smoothing):
     """||dL/d(output of sublayer i)||_F for every residual sublayer, dropout off (the expected
     gradient at init without dropout noise); L is the trainer's per-token loss."""
@@ -72,8 +91,7 @@ def output_gradient_norms(model, src, prev, tgt, label_smoothing):
     try:
         model.eval()
         model.zero_grad(set_to_none=True)
-        loss, _ = label_smoothed_loss(model(src, prev), tgt, label_smoothing)
-        (loss / (tgt != PAD).sum()).backward()
+        token_loss(model, src, prev, tgt, label_smoothing).backward()
     finally:
         for h in hooks:
             h.remove()
@@ -128,13 +146,35 @@ def add_init_probe_arguments(p):
     add_model_arguments(p, TRANSFORMER_BASE, seeds=3, seeds_help="seeds 1..N: initialization and the batch drawn")
 
 
+def use_threads(n):
+    if n > 0:
+        torch.set_num_threads(n)
+
+
 def load_init_probe(args):
     """(ModelConfig keywords without depth and norms, training data, its batches)."""
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     data_dir = Path(args.data)
     vocab = Dictionary.load(data_dir / "dict.txt")
     data = ParallelData.load(data_dir / "train.pt")
     kwargs = {name: getattr(args, name) for name, _ in MODEL_WIDTH}
     kwargs.update(vocab_size=len(vocab), share_all_embeddings=args.share_all_embeddings)
     return kwargs, data, make_batches(data, args.max_tokens, seed=1)
+
+
+# the probes of trained runs (Figs 3, 7, 8, 11): a JSON spec of the runs, their checkpoints and corpus
+def add_trained_probe_arguments(p, spec_help, csv_help):
+    p.add_argument("--spec", required=True, help=spec_help)
+    p.add_argument("--data", required=True, help="binarized data dir of the runs' corpus (dict.txt, train.pt)")
+    p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and its checkpoints")
+    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
+    p.add_argument("--pdf", required=True, help="the heatmaps")
+    p.add_argument("--csv", required=True, help=csv_help)
+
+
+def write_probe(table, title, args, draw):
+    """The table to --csv and draw(table, title, pdf) to --pdf, their folders made."""
+    for path in (args.csv, args.pdf):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.csv, index=False)
+    draw(table, title, args.pdf)

@@ -1,0 +1,141 @@
+"""Figs 3 and 11 of Liu et al. 2020: relative gradient and update norms of every parameter matrix.
+
+Liu et al. (§3.2, Appendix A.4) compare, per attention (W^Q, W^K, W^V, W^O) and FFN (W^1, W^2)
+matrix of every layer, the norm of its gradient with the norm of its change between consecutive
+epoch checkpoints, |W_{i+1} - W_i|, each scaled by the largest of its kind in the same network:
+the gradients of W^Q and W^K (inside the softmax) are smaller than the others, yet Adam's updates
+are of consistent size, where SGD's would follow the gradients.
+
+Our reading of what the text leaves open: the gradient at W_i is the Frobenius norm of the mean
+gradient of the trainer's per-token loss (label smoothing as trained) over K of the run's training
+batches, the same K at every epoch, with dropout off (the expected gradient, without dropout's
+noise); an epoch pair is (i, i+1) for consecutive epoch checkpoints (the trainer keeps none at
+initialization).
+"""
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..core.data import ParallelData  # noqa: E402
+from ..core.translation import load_model  # noqa: E402
+from .plotting import save_figure  # noqa: E402
+from .probing import (DECODER_KINDS, ENCODER_KINDS, add_trained_probe_arguments, epoch_checkpoints,  # noqa: E402
+                      probe_batches, token_loss, use_threads, write_probe)
+
+KINDS = ("gradient", "update")
+SOFTMAX = ("Q", "K")  # the matrices inside the attention softmax
+MODULES = {"self_attn": "self_attn", "enc_attn": "cross_attn", "ffn": "ffn"}  # sublayer kind -> attribute
+SIDES = (("encoder", "enc_layers", ENCODER_KINDS), ("decoder", "dec_layers", DECODER_KINDS))
+
+
+def sublayer_matrices(tensors, prefix, kind):
+    """{matrix: tensor} of one sublayer; the attention's in_proj stacks the rows [W^Q; W^K; W^V]."""
+    if kind == "ffn":
+        return {"W1": tensors[f"{prefix}.fc1.weight"], "W2": tensors[f"{prefix}.fc2.weight"]}
+    q, k, v = tensors[f"{prefix}.in_proj.weight"].chunk(3)
+    return {"Q": q, "K": k, "V": v, "O": tensors[f"{prefix}.out_proj.weight"]}
+
+
+def matrices(tensors, cfg):
+    """{(side, sublayer, matrix, layer from 1): tensor} of every attention and FFN weight matrix;
+    `tensors`: parameter name -> its weights, or its gradient."""
+    out = {}
+    for side, depth, kinds in SIDES:
+        for i in range(getattr(cfg, depth)):
+            for kind in kinds:
+                for name, t in sublayer_matrices(tensors, f"{side}.layers.{i}.{MODULES[kind]}", kind).items():
+                    out[(side, kind, name, i + 1)] = t
+    return out
+
+
+def mean_gradient(model, batches, label_smoothing):
+    """Parameter name -> the mean over `batches` of the per-token loss's gradient, dropout off."""
+    model.eval()
+    model.zero_grad(set_to_none=True)
+    for src, prev, tgt in batches:
+        (token_loss(model, src, prev, tgt, label_smoothing) / len(batches)).backward()
+    return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+
+
+def norm_rows(kind, mats):
+    """One row per matrix: its Frobenius norm, and relative to the largest of `mats`."""
+    norms = {key: t.norm().item() for key, t in mats.items()}
+    top = max(norms.values())
+    return [{"kind": kind, "side": side, "sublayer": sub, "matrix": m, "layer": layer, "group": "softmax" if m in SOFTMAX else "other",
+             "norm": n, "relative": n / top} for (side, sub, m, layer), n in norms.items()]
+
+
+def pair_rows(before, after, batches, label_smoothing):
+    """Gradient norms at `before` (a model) and update norms from it to `after`."""
+    cfg = before.cfg
+    weights = {name: matrices(m.state_dict(), cfg) for name, m in (("before", before), ("after", after))}
+    update = {key: weights["after"][key] - w for key, w in weights["before"].items()}
+    gradient = matrices(mean_gradient(before, batches, label_smoothing), cfg)
+    return norm_rows("gradient", gradient) + norm_rows("update", update)
+
+
+def epoch_pairs(checkpoints, first_epochs):
+    """(i, i+1, their checkpoints) for consecutive epochs (i in `first_epochs`, or every i if None)."""
+    by_epoch = dict(checkpoints)
+    pairs = [(i, by_epoch[i], by_epoch[i + 1]) for i in by_epoch if i + 1 in by_epoch]
+    return [p for p in pairs if first_epochs is None or p[0] in first_epochs]
+
+
+def measure(spec, runs_dir, data):
+    rows = []
+    for run, s in spec["runs"].items():
+        batches = probe_batches(data, s["max_tokens"], spec["batches"], s["seed"])
+        pairs = epoch_pairs(epoch_checkpoints(Path(runs_dir) / "train" / run / "metrics.csv"), spec.get("epochs"))
+        if not pairs:
+            raise SystemExit(f"{run}: no two consecutive epoch checkpoints")
+        for epoch, before, after in pairs:
+            for row in pair_rows(load_model(before), load_model(after), batches, s["label_smoothing"]):
+                rows.append({"run": run, "optimizer": s["optimizer"], "epoch": epoch, **row})
+    return pd.DataFrame(rows)
+
+
+def heatmap(ax, t, title):
+    """Rows: sublayer and matrix in forward order; columns: layer."""
+    order = list(dict.fromkeys(zip(t.side, t.sublayer, t.matrix)))  # the CSV's: forward order
+    grid = t.pivot_table(index=["side", "sublayer", "matrix"], columns="layer", values="relative").reindex(order)
+    im = ax.imshow(grid.to_numpy(), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    ax.set_yticks(range(len(grid)), [f"{side[:3]} {sub} {m}" for side, sub, m in grid.index], fontsize=6)
+    ax.set_xticks(range(grid.shape[1]), grid.columns)
+    ax.set_xlabel("layer")
+    ax.set_title(title, fontsize=8)
+    return im
+
+
+def draw(table, title, pdf):
+    """One row per run; per epoch pair, its relative gradient and relative update side by side."""
+    runs = list(table.groupby("run", sort=False))
+    cols = max(t.epoch.nunique() for _, t in runs) * len(KINDS)
+    fig, axes = plt.subplots(len(runs), cols, figsize=(2.6 * cols + 1, 4.2 * len(runs)), squeeze=False,
+                             layout="constrained")
+    for row, (run, t) in zip(axes, runs):
+        panels = list(t.groupby(["epoch", "kind"], sort=False))
+        for ax, ((epoch, kind), p) in zip(row, panels):
+            what = "gradient at W_i" if kind == "gradient" else "update |W_i+1 - W_i|"
+            im = heatmap(ax, p, f"{run} ({p.optimizer.iloc[0]}), i = {epoch}:\nrelative {what}")
+        for ax in row[len(panels):]:
+            ax.axis("off")
+        fig.colorbar(im, ax=row.tolist(), shrink=0.8, label="norm / largest in the network")
+    save_figure(fig, title, pdf, tight=False)  # laid out by constrained layout already
+
+
+def add_arguments(p):
+    add_trained_probe_arguments(p, "JSON: title, batches, epochs (first epochs of the pairs; null: every pair), "
+                                   "runs {run: optimizer, max_tokens, seed, label_smoothing}", "every norm plotted")
+
+
+def run(args):
+    use_threads(args.threads)
+    spec = json.loads(args.spec)
+    write_probe(measure(spec, args.runs_dir, ParallelData.load(Path(args.data) / "train.pt")), spec["title"], args,
+                draw)
+    return 0
