@@ -40,6 +40,9 @@ CHECKPOINT_FORMAT = 3
 # settings that do not change the result: a run resumes across them
 UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
 CAP_KEYS = ("max_rounds", "max_round_updates")
+# settings added after checkpoints were written: left out at their default, so those checkpoints
+# (their fingerprint, their model_config) still resume
+LATER_DEFAULTS = {"init": "standard"}
 LN2 = math.log(2)
 
 
@@ -114,8 +117,12 @@ class LoopConfig:
 
 def result_settings(config_dict):
     """Uncapped runs leave the cap out, so their fingerprints are those of the versions before it."""
-    return {k: v for k, v in config_dict.items()
+    return {k: v for k, v in without_later_defaults(config_dict).items()
             if k not in UNFINGERPRINTED and not (k in CAP_KEYS and not v)}
+
+
+def without_later_defaults(config_dict):
+    return {k: v for k, v in config_dict.items() if k not in LATER_DEFAULTS or v != LATER_DEFAULTS[k]}
 
 
 def add_config_arguments(p, config_class):
@@ -328,7 +335,7 @@ def fit(cfg: LoopConfig, task, out_dir):
     optimizer = build_optimizer(cfg, model.parameters())
     rows, updates, start_epoch = [], 0, 1
     # rank 0 decides and removes stale state first; hashing the data once per run start
-    identity = {"data": task.data_identity(), "model_config": dataclasses.asdict(model.cfg)} if main_process else None
+    identity = {"data": task.data_identity(), "model_config": without_later_defaults(dataclasses.asdict(model.cfg))} if main_process else None
     state = resume_state(ckpt_dir, cfg, env.world, identity) if main_process else None
     env.barrier()
     if not main_process:
