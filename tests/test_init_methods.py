@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from lnrepro.core.data import EOS, PAD
-from lnrepro.core.loop import without_later_defaults
+from lnrepro.core.loop import CHECKPOINT_FORMAT, stale_reason, without_later_defaults
 from lnrepro.core.model import FeedForward, ModelConfig, MultiheadAttention, Transformer, label_smoothed_loss
 from lnrepro.core.translation import TrainConfig
 
@@ -115,3 +115,15 @@ def test_init_reaches_the_model_and_leaves_standard_runs_fingerprints_alone():
     standard = TrainConfig()
     assert "init" not in standard.settings() and look.settings()["init"] == "looklinear"
     assert "init" not in without_later_defaults(dataclasses.asdict(standard.model_config(60)))
+
+
+def test_a_checkpoint_from_before_init_still_resumes():
+    """last.pt written before the init setting: no 'init' in its settings or model config."""
+    cfg = TrainConfig()
+    old = lambda d: {k: v for k, v in d.items() if k != "init"}
+    model_config = dataclasses.asdict(cfg.model_config(60))
+    state = {"format": CHECKPOINT_FORMAT, "world": 1, "fingerprint": cfg.fingerprint(),
+             "train_config": old(cfg.as_dict()), "data": {"train.pt": "abc"}, "model_config": old(model_config)}
+    assert stale_reason(state, cfg, 1, {"data": {"train.pt": "abc"}, "model_config": model_config}) is None
+    look = TrainConfig(init="looklinear")
+    assert "init differs" in stale_reason(state, look, 1, None)

@@ -244,7 +244,7 @@ def stale_reason(state, cfg, world, identity):
         return None
     # data first: a new vocabulary also changes the model's shape, and the data is the cause
     for what, label in (("data", "on other data"), ("model_config", "for another model shape")):
-        keys = differing(state.get(what) or {}, identity[what])
+        keys = differing(without_later_defaults(state.get(what) or {}), without_later_defaults(identity[what]))
         if keys:
             return f"was trained {label} ({differ(keys)})"
     return None
@@ -335,7 +335,7 @@ def fit(cfg: LoopConfig, task, out_dir):
     optimizer = build_optimizer(cfg, model.parameters())
     rows, updates, start_epoch = [], 0, 1
     # rank 0 decides and removes stale state first; hashing the data once per run start
-    identity = {"data": task.data_identity(), "model_config": without_later_defaults(dataclasses.asdict(model.cfg))} if main_process else None
+    identity = {"data": task.data_identity(), "model_config": dataclasses.asdict(model.cfg)} if main_process else None
     state = resume_state(ckpt_dir, cfg, env.world, identity) if main_process else None
     env.barrier()
     if not main_process:
