@@ -352,7 +352,13 @@ def fixup_init(model):
         the encoder's and the decoder's branches together (2 per encoder layer, 3 per decoder
         layer); m = 2 in every branch: attention's stacked q/k/v projection is one layer (its three
         parts act in parallel, not in series) before out_proj, the FFN is fc1 then fc2. So the
-        scale is L^(-1/2), on attention's in_proj and the FFN's fc1. Embeddings are not in a branch."""
+        scale is L^(-1/2), on attention's in_proj and the FFN's fc1. Embeddings are not in a branch.
+    (3) a scalar multiplier (1) in every branch and a scalar bias (0) before each linear layer and
+        element-wise activation. Our reading: the multiplier scales the branch output (before its
+        dropout); the branch's first bias is added to the sublayer input, so self-attention's
+        queries, keys and values all see it, cross-attention's encoder memory does not; then one
+        before attention's out_proj, and before the FFN's ReLU and fc2. Softmax is not element-wise:
+        no bias there. No bias after the multiplier (the rule does not ask for one)."""
     branches = model.residual_sublayers()
     scale = len(branches) ** (-1 / (2 * FIXUP_LAYERS_PER_BRANCH - 2))
     with torch.no_grad():
