@@ -1,6 +1,7 @@
 """Liu et al. 2020 (Admin) experiments on tiny models and fabricated runs: Fig 5's gradient
 vanishing, Fig 2's output change and its fits, Tables 1-2, the lr grid, checkpoint averaging,
 Figs 7-8's layer dependency, Figs 3 and 11's gradient and update norms."""
+import argparse
 import copy
 import dataclasses
 import json
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
+from lnrepro.analyses import admin_tables
 from lnrepro.analyses.admin_tables import markdown, table1, table1_markdown, table2
 from lnrepro.analyses.layer_dependency import dependency_matrix, layer_dependency
 from lnrepro.analyses.lr_grid import draw as draw_grid, grid_table
@@ -178,6 +180,29 @@ def test_table2_depth_cells_and_seed_mean(runs):
     assert "| Post-LN | 20.00 (valid 5.00) | diverged | 31.00 ± 0.00 (1/2 failed) |" in text
     assert "| Pre-LN | 18.00 (valid 5.50) | 20.00 (valid 5.20) | 31.00 ± 1.41 |" in text
     assert text.index("| Post-LN |") < text.index("| Pre-LN |")
+
+
+def test_table2_block_of_other_initializations(runs, tmp_path):
+    """Liu §5.2's block under the grid: each run's outcome, BLEU only where it converged."""
+    spec = {"converged_below": 7, "table2": {
+        "title": "T2", "paper": "FixUp and LookLinear diverge.", "corpus_label": "WMT", "depths": [18],
+        "runs": {"post": ["post18"]}, "init_label": "18 layers",
+        "init_runs": {"looklinear": "hybrid18", "fixup": "pre18"}}}  # sorted, as the workflow's JSON
+    md, out = tmp_path / "t2.md", tmp_path / "t2.csv"
+    args = argparse.Namespace(table=2, spec=json.dumps(spec), runs_dir=str(runs), vanishing=None, csv=str(out), md=str(md))
+    assert admin_tables.run(args) == 0
+    text = md.read_text()
+    block = ["## Other initializations (Liu §5.2): 18 layers", "",
+             "| Initialization | Run | Training | BLEU | valid loss |", "|---|---|---|---|---|",
+             "| FixUp | pre18 | converged | 19.00 | 5.20 |", "| LookLinear | hybrid18 | not converged |  | 7.80 |"]
+    assert "\n".join(block) in text
+    assert text.index("| Post-LN | diverged |") < text.index(block[0]) < text.index("FixUp and LookLinear diverge.")
+    table = pd.read_csv(out)
+    extra = table[table.column == "Other initializations (Liu §5.2): 18 layers"]
+    assert list(zip(extra.row, extra.run, extra.status)) == [("FixUp", "pre18", "converged"),
+                                                             ("LookLinear", "hybrid18", "not converged")]
+    del spec["table2"]["init_runs"]
+    assert admin_tables.init_rows(spec, runs) == []  # no block without init_runs
 
 
 def test_lr_grid_table_and_heatmap(runs, tmp_path):

@@ -20,7 +20,7 @@ hold every claim with one.
 
 Two builds:
   * in CI, the covering build (covering_config): one run of every kind the config trains
-    (COVERING_RUNS: 20 of its 89 runs, each with its paper settings), every figure, table and
+    (COVERING_RUNS: 22 of its 91 runs, each with its paper settings), every figure, table and
     claim that reads only those, 1 x 2 of the 60-point x 6-seed fine-tuning grid, and the WMT
     corpus cut to 8 lines per training corpus. The tests check that it plans every rule the
     whole config plans and runs every flag and every choice (optimizer, schedule, norms, task,
@@ -30,7 +30,7 @@ Two builds:
     Admin 144, fine-tune 133, probes 84, pre-train 80); with the three 18-layer runs of Fig 8
     added, 8.8 minutes and 858 job-seconds inside a CI run alone on the machine (train 334,
     Admin 179, decode 113, fine-tune 99, pre-train 61, probes 54).
-  * with LNREPRO_PAPER_BUILD=1, all 89 runs and the whole grid, in stages that delete the
+  * with LNREPRO_PAPER_BUILD=1, all 91 runs and the whole grid, in stages that delete the
     epoch checkpoints of runs no later stage reads (d = 512 checkpoints take ~130 MB, ~0.6 GB a
     run with last.pt). Measured per job on 2 shared CPU cores (2026-11-24, with max_len_b 200):
     a capped IWSLT run trains in ~32 s, WMT base in ~115 s (to decay epoch 6: ~300 s), 18+18 in
@@ -224,6 +224,7 @@ def paper_test_config(inputs, wmt_rows=None):
 COVERING_RUNS = {"adam_5e-4_warm4000", "sgd_5e-3_nowarm", "preln_5e-4_nowarm", "radam_preln_5e-4", "postln_fixed_1e-4",
                  "wmt_preln_7e-4_nowarm", "liu_wmt_post_6L", "liu_wmt_pre_6L", "liu_wmt_pre_6L_sgd", "liu_wmt_admin_6L",
                  "liu_wmt_post_18L", "liu_wmt_pre_18L", "liu_wmt_admin_18L", "liu_wmt_postenc_predec_18L",
+                 "liu_wmt_fixup_18L", "liu_wmt_looklinear_18L",  # the norm fixup and init looklinear flags
                  "liu_iwslt_post_seed1", "liu_iwslt_pre_seed1", "liu_iwslt_admin_seed1",
                  "liu_grid_post_5e-4_b0.99", "liu_grid_pre_5e-4_b0.99", "liu_grid_admin_5e-4_b0.99"}
 COVERING_FINETUNE = {"batch": [16], "lr": [1.0e-5], "epochs": [3], "seeds": 2}  # of the 60-point grid x 6 seeds
@@ -251,7 +252,8 @@ def covering_config(cfg):
     table2 = admin["table2"]
     depths = [d for d, run in zip(table2["depths"], table2["runs"]["post"]) if run in COVERING_RUNS]
     table2.update(depths=depths, runs={norm: kept(runs) for norm, runs in table2["runs"].items()},
-                  seed_runs={norm: kept(runs) for norm, runs in table2["seed_runs"].items()})
+                  seed_runs={norm: kept(runs) for norm, runs in table2["seed_runs"].items()},
+                  init_runs={init: run for init, run in table2["init_runs"].items() if run in COVERING_RUNS})
     admin["lr_grid"]["cells"] = [cell for cell in admin["lr_grid"]["cells"] if cell["run"] in COVERING_RUNS]
     translation = set(cfg["runs"])
     cfg["claims"] = {name: claim for name, claim in cfg["claims"].items()
@@ -265,7 +267,8 @@ def config_runs(cfg, *sections):
     admin = cfg["admin"]
     named = {
         "figures": [r for fig in cfg["figures"].values() for panel in fig["panels"] for r in panel["runs"]],
-        "liu_wmt": [r for rows in admin["table2"]["runs"].values() for r in rows] + [row["run"] for row in admin["table1"]["rows"]],
+        "liu_wmt": [r for rows in admin["table2"]["runs"].values() for r in rows] + [row["run"] for row in admin["table1"]["rows"]]
+        + list(admin["table2"]["init_runs"].values()),
         "liu_seeds": [r for rows in admin["table2"]["seed_runs"].values() for r in rows],
         "liu_grid": [cell["run"] for cell in admin["lr_grid"]["cells"]],
     }

@@ -78,6 +78,18 @@ def planned_jobs(dry_run_output):
     (lambda c: c["admin"]["layer_dependency"]["fig7"]["runs"].append("no_such_run"), "admin.layer_dependency.fig7.runs"),
     (lambda c: c["admin"]["update_norms"]["fig11"]["runs"].append("no_such_run"), "admin.update_norms.fig11.runs"),
     (lambda c: c["admin"]["gradients"].update(run="no_such_run"), "admin.gradients.run"),
+    # Liu 5.2's other initializations: FixUp on both sides, LookLinear with an even ReLU FFN and Post-LN
+    (lambda c: c["runs"]["liu_wmt_postenc_predec_18L"].update(enc_norm="fixup"),
+     "runs.liu_wmt_postenc_predec_18L: enc_norm/dec_norm fixup/pre cannot be built"),
+    (lambda c: c["runs"]["liu_wmt_looklinear_18L"].update(ffn_dim=127),
+     "runs.liu_wmt_looklinear_18L.init: looklinear needs an even ffn_dim (two mirrored halves), not 127"),
+    (lambda c: c["runs"]["liu_wmt_looklinear_18L"].update(norm="admin"),
+     "runs.liu_wmt_looklinear_18L.init: looklinear is an initialization of its own, not for norm 'admin'"),
+    (lambda c: c["runs"]["liu_wmt_looklinear_18L"].update(init="lookslinear"), "runs.liu_wmt_looklinear_18L.init"),
+    (lambda c: c["admin"]["table2"]["init_runs"].update(fixup="liu_wmt_post_18L"),
+     "admin.table2.init_runs.fixup: liu_wmt_post_18L has enc_norm post, dec_norm post; the block says enc_norm fixup"),
+    (lambda c: c["admin"]["layer_dependency"]["fig8"]["runs"].__setitem__(0, "liu_wmt_fixup_18L"),
+     "admin.layer_dependency.fig8.runs[0]: liu_wmt_fixup_18L has norm fixup"),
     # a paper's tokens per update must map to whole batches on the run's processes
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(update_tokens=1000), "runs.adam_5e-4_nowarm.update_tokens: 1000"),
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(update_tokens=1800, update_freq=2), "not both"),
@@ -97,7 +109,7 @@ def test_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(lrr=1e-3),
      "config: runs.adam_5e-4_nowarm: unknown key 'lrr' (did you mean 'lr'?)"),
     (lambda c: c["runs"]["preln_5e-4_nowarm"].update(norm="pree"),
-     "config: runs.preln_5e-4_nowarm.norm: 'pree' is not one of post, pre, admin (did you mean 'pre'?)"),
+     "config: runs.preln_5e-4_nowarm.norm: 'pree' is not one of post, pre, admin, fixup (did you mean 'pre'?)"),
     (lambda c: c.__setitem__("figurs", c.pop("figures")), "config: unknown key 'figurs' (did you mean 'figures'?)"),
     (lambda c: c["corpora"]["deen"].pop("bpe_merges"), "config: corpora.deen: missing required key 'bpe_merges'"),
     (lambda c: c["corpora"]["deen"].update(bpe_merges="many"),
@@ -364,6 +376,7 @@ DEMO_DOES_NOT_REPRODUCE = {
     "liu_fig1_preln_faster_early_6L": "the 2-layer Post-LN leads Pre-LN from the first epoch (seeds 1 and 2)",
     "liu_fig1_admin_ends_better_than_preln_6L": "after 3 epochs the 2-layer Admin is still behind Pre-LN (seeds 1 and 2)",
     "liu_postln_diverges_12L": "the demo's 12-layer stand-in (4+4) Post-LN still trains; it fails at 8+8",
+    "liu_fixup_diverges_18L": "the 8+8 FixUp trains in fp32 and ends below Admin (Liu: half precision and dropout may be what destabilizes it)",
 }
 
 
@@ -434,6 +447,10 @@ def test_demo_admin_table2_depth_breaks_post_ln_but_not_pre_ln_or_admin(demo):
     assert (table.column == t2["seed_label"]).sum() == 3
     md = (demo / "results" / "tables" / "admin_table2.md").read_text()
     assert "| Post-LN |" in md and "| Admin |" in md
+    # Liu 5.2's block: the demo's FixUp converges (fp32), LookLinear with Post-LN does not
+    block = {r.row: r.status for r in table.itertuples() if r.column.startswith("Other initializations (Liu §5.2)")}
+    assert block == {"FixUp": "converged", "LookLinear": "not converged"}
+    assert "## Other initializations (Liu §5.2): 18 layers (demo: 8)" in md
 
 
 @pytest.mark.slow

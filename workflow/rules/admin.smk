@@ -35,6 +35,7 @@ def table_runs(section):
         runs = [r["run"] for r in s["rows"]]
     elif section == "table2":
         runs = [run for runs in (*s["runs"].values(), *s.get("seed_runs", {}).values()) for run in runs]
+        runs += list(s.get("init_runs", {}).values())
     else:
         runs = [c["run"] for c in s["cells"]]
     return list(dict.fromkeys(runs))
@@ -75,6 +76,12 @@ def check_run_is(key, run, says, **want):
         config_error(f"{key}: {run} has {text(have)}; {says} {text(want)}")
 
 
+# what each run of Table 2's §5.2 block trains with (Liu: "FixUp (without using layer normalization)
+# and LookLinear (with Post-LN)")
+INIT_RUN_SETTINGS = {"fixup": {"enc_norm": "fixup", "dec_norm": "fixup"},
+                     "looklinear": {"init": "looklinear", "enc_norm": "post", "dec_norm": "post"}}
+
+
 def check_admin_run_settings():
     """Each table cell's run trains what the cell is labelled with (the runs exist: checked above)."""
     a = admin_cfg()
@@ -96,6 +103,8 @@ def check_admin_run_settings():
         seeds = [run_value(run, "seed") for run in runs]
         if len(set(seeds)) < len(seeds):
             config_error(f"admin.table2.seed_runs.{norm}: seeds {seeds} repeat (one run per seed)")
+    for init, run in t2.get("init_runs", {}).items():
+        check_run_is(f"admin.table2.init_runs.{init}", run, "the block says", **INIT_RUN_SETTINGS[init])
     for i, cell in enumerate(a.get("lr_grid", {}).get("cells", [])):
         check_run_is(f"admin.lr_grid.cells[{i}].run", cell["run"], "the cell says",
                      enc_norm=cell["norm"], dec_norm=cell["norm"], lr=cell["lr"], adam_beta2=cell["beta2"])
@@ -105,6 +114,9 @@ def check_admin_run_settings():
             if enc != dec:  # the figure labels each run with one norm (its encoder's)
                 config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has enc_norm {enc}, dec_norm {dec}; "
                              "a figure's run has one norm on both sides")
+            if enc == "fixup":  # beta is carried through Post-LN, Pre-LN and Admin residuals only
+                config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has norm fixup; the figure measures "
+                             "post, pre and admin runs")
 
 
 check_admin_config()
@@ -212,7 +224,7 @@ def lr_grid_spec(wildcards):
 # ---- Figs 7-8: layer dependency beta at init and after training ----
 MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropout", "attn_dropout",
               "act_dropout", "share_all_embeddings")
-DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "seed", "max_tokens")  # what rebuilds a run's init
+DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "init", "seed", "max_tokens")  # what rebuilds a run's init
 
 
 def figure_cfg(section, fig):

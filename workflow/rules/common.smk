@@ -27,13 +27,16 @@ READY_SOURCES = ["generated", "iwslt14", "wmt14", "local"]
 ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from downloaded archives
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
-NORMS = ("post", "pre", "admin")
+NORMS = ("post", "pre", "admin", "fixup")
 # lnrepro.core.model refuses Admin beside Pre-LN (omega re-weights Post-LN residuals); Admin on one side
-# with Post-LN on the other builds, and admin-profile then writes omegas for that side only
+# with Post-LN on the other builds, and admin-profile then writes omegas for that side only. FixUp
+# scales by the whole network's branch count: both sides or neither
 UNSUPPORTED_NORM_PAIRS = {("admin", "pre"), ("pre", "admin")}
-NORM_PAIRS = [(e, d) for e in NORMS for d in NORMS if (e, d) not in UNSUPPORTED_NORM_PAIRS]
+NORM_PAIRS = [(e, d) for e in NORMS for d in NORMS
+              if (e, d) not in UNSUPPORTED_NORM_PAIRS and (e == d or "fixup" not in (e, d))]
 # what the trainer (lnrepro.core.translation.TrainConfig) uses where no level of the config sets the key
-TRAINER_DEFAULTS = {"enc_norm": "post", "dec_norm": "post", "lr": 5e-4, "adam_beta2": 0.98, "seed": 1}
+TRAINER_DEFAULTS = {"enc_norm": "post", "dec_norm": "post", "lr": 5e-4, "adam_beta2": 0.98, "seed": 1,
+                    "init": "standard", "ffn_dim": 1024}
 # what a probe (probe.smk, admin.smk) takes from the probed run: its width and batches
 PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dropout", "share_all_embeddings",
               "max_tokens", "label_smoothing", "device")
@@ -194,6 +197,18 @@ def archive_stem(name):
     return next((name[: -len(s)] for s in ARCHIVE_SUFFIXES if name.endswith(s)), name)
 
 
+def check_init(run):
+    """What lnrepro.core.model refuses for init looklinear (it mirrors the ReLU FFN's halves)."""
+    if run_value(run, "init") != "looklinear":
+        return
+    if run_value(run, "ffn_dim") % 2:
+        config_error(f"runs.{run}.init: looklinear needs an even ffn_dim (two mirrored halves), not {run_value(run, 'ffn_dim')}")
+    bad = [n for n in run_norms(run) if n in ("admin", "fixup")]
+    if bad:
+        config_error(f"runs.{run}.init: looklinear is an initialization of its own, not for norm '{bad[0]}' "
+                     f"(Liu et al. 5.2 run it with post)")
+
+
 def check_config():
     """Cross-references the schema cannot express; fails before any job runs."""
     for run in config["runs"]:
@@ -205,8 +220,9 @@ def check_config():
                 config_error(f"runs.{run}.{key}: '{s[key]}' is not one of {sorted(config[table])}")
         if run_norms(run) not in NORM_PAIRS:
             config_error(f"runs.{run}: enc_norm/dec_norm {'/'.join(run_norms(run))} cannot be built: Admin "
-                         f"re-weights Post-LN residuals, so it pairs with admin or post only "
-                         f"(enc/dec: {', '.join('/'.join(p) for p in NORM_PAIRS)})")
+                         f"re-weights Post-LN residuals, so it pairs with admin or post only; fixup is both "
+                         f"sides or none (enc/dec: {', '.join('/'.join(p) for p in NORM_PAIRS)})")
+        check_init(run)
     levels = {"train_defaults": config["train_defaults"], **{f"runs.{r}": s for r, s in config["runs"].items()}}
     for where, level in levels.items():  # one level's norm and enc_norm/dec_norm: one of them is ignored
         for side in ("enc_norm", "dec_norm"):

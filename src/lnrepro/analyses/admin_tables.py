@@ -2,6 +2,7 @@
 
 Each cell is a run's outcome (lnrepro.analyses.outcomes). Table 1 joins each norm combination's
 outcome with the gradient-vanishing verdict measured at initialization (lnrepro gradient-vanishing).
+Table 2 may add a block of the other initializations Liu et al. §5.2 compare with (FixUp, LookLinear).
 """
 import json
 import math
@@ -14,6 +15,8 @@ from .outcomes import outcome
 from .plotting import NORM_LABELS
 
 NORMS = ("post", "pre", "admin")  # row order of the tables
+INIT_LABELS = {"fixup": "FixUp", "looklinear": "LookLinear"}  # Table 2's §5.2 block, in this order
+INIT_BLOCK = "Other initializations (Liu §5.2)"
 COLUMNS = ["table", "row", "column", "run", "status", "bleu", "bleu_std", "seeds", "valid_loss", "epochs", "averaged",
            "vanishing", "decoder_bottom_over_top"]
 
@@ -63,6 +66,26 @@ def table2(spec, runs_dir):
     return rows
 
 
+def init_rows(spec, runs_dir):
+    """Table 2's §5.2 block: each other initialization's run, converged or not as every cell is."""
+    t2 = spec["table2"]
+    label = f"{INIT_BLOCK}: {t2.get('init_label', '')}".rstrip(": ")
+    return [{"table": 2, "row": INIT_LABELS[init], "column": label, "run": t2["init_runs"][init],
+             **outcome(spec, runs_dir, t2["init_runs"][init])}
+            for init in INIT_LABELS if init in t2.get("init_runs", {})]
+
+
+def init_markdown(rows):
+    """The block under the grid: the outcome, BLEU only where the run converged."""
+    if not rows:
+        return ""
+    lines = [f"## {rows[0]['column']}", "", "| Initialization | Run | Training | BLEU | valid loss |", "|---|---|---|---|---|"]
+    for r in rows:
+        bleu = f"{r['bleu']:.2f}" if r["status"] == "converged" else ""
+        lines.append(f"| {r['row']} | {r['run']} | {r['status']} | {bleu} | {r['valid_loss']:.2f} |")
+    return "\n".join(lines + ["", ""])
+
+
 def seed_cell(r):
     """'35.64 ± 0.23' (sample std over the converged seeds), with the failures named."""
     if math.isnan(r["bleu"]):
@@ -107,8 +130,9 @@ def run(args):
         rows = table1(spec, args.runs_dir, pd.read_csv(args.vanishing))
         text = table1_markdown(rows, spec["table1"]["title"], spec["table1"].get("paper", ""))
     else:
-        rows = table2(spec, args.runs_dir)
-        text = markdown(rows, spec["table2"]["title"], spec["table2"].get("paper", ""))
+        rows, block = table2(spec, args.runs_dir), init_rows(spec, args.runs_dir)
+        text = markdown(rows, spec["table2"]["title"], init_markdown(block) + spec["table2"].get("paper", ""))
+        rows += block
     for path in (args.csv, args.md):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows, columns=COLUMNS).to_csv(args.csv, index=False)

@@ -4,7 +4,7 @@ import matplotlib
 matplotlib.use("Agg")  # figures are drawn by pipeline jobs, without a display
 import matplotlib.pyplot as plt  # noqa: E402
 
-NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin"}
+NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin", "fixup": "FixUp"}
 
 
 def save_figure(fig, title, pdf, tight=True):

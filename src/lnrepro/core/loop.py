@@ -40,6 +40,9 @@ CHECKPOINT_FORMAT = 3
 # settings that do not change the result: a run resumes across them
 UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
 CAP_KEYS = ("max_rounds", "max_round_updates")
+# settings added after checkpoints were written: left out at their default, so those checkpoints
+# (their fingerprint, their model_config) still resume
+LATER_DEFAULTS = {"init": "standard"}
 LN2 = math.log(2)
 
 
@@ -114,8 +117,12 @@ class LoopConfig:
 
 def result_settings(config_dict):
     """Uncapped runs leave the cap out, so their fingerprints are those of the versions before it."""
-    return {k: v for k, v in config_dict.items()
+    return {k: v for k, v in without_later_defaults(config_dict).items()
             if k not in UNFINGERPRINTED and not (k in CAP_KEYS and not v)}
+
+
+def without_later_defaults(config_dict):
+    return {k: v for k, v in config_dict.items() if k not in LATER_DEFAULTS or v != LATER_DEFAULTS[k]}
 
 
 def add_config_arguments(p, config_class):
@@ -237,7 +244,7 @@ def stale_reason(state, cfg, world, identity):
         return None
     # data first: a new vocabulary also changes the model's shape, and the data is the cause
     for what, label in (("data", "on other data"), ("model_config", "for another model shape")):
-        keys = differing(state.get(what) or {}, identity[what])
+        keys = differing(without_later_defaults(state.get(what) or {}), without_later_defaults(identity[what]))
         if keys:
             return f"was trained {label} ({differ(keys)})"
     return None

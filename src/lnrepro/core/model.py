@@ -1,8 +1,9 @@
-"""Encoder-decoder Transformer with Post-LN, Pre-LN and Admin residual sublayers.
+"""Encoder-decoder Transformer with Post-LN, Pre-LN, Admin and FixUp residual sublayers.
 
-Read in order: attention, feed-forward, the residual sublayer (where the three variants
-differ, Xiong et al. 2020 Table 1 / Liu et al. 2020 §4.3), encoder and decoder layers,
-encoder, decoder, the seq2seq wrapper. Initialization follows fairseq of the papers' era.
+Read in order: attention, feed-forward, the residual sublayer (where the variants differ,
+Xiong et al. 2020 Table 1 / Liu et al. 2020 §4.3), encoder and decoder layers, encoder, decoder,
+the seq2seq wrapper, then the two other initializations Liu et al. §5.2 compare with (FixUp,
+LookLinear). Initialization otherwise follows fairseq of the papers' era.
 """
 import math
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ import torch.nn.functional as F
 
 from .data import PAD
 
-NORMS = ("post", "pre", "admin")
+NORMS = ("post", "pre", "admin", "fixup")
+INITS = ("standard", "looklinear")  # looklinear: Balduzzi et al. 2017 §5, for the ReLU FFN (below)
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class ModelConfig:
     max_positions: int = 1024
     fused_attention: bool = True  # F.scaled_dot_product_attention; False = the plain path below
     activation: str = "relu"  # of the FFN; BERT (lnrepro.core.bert) uses gelu
+    init: str = "standard"  # standard | looklinear (FixUp is a norm: it also removes the LayerNorms)
 
     def __post_init__(self):
         for side in ("enc_norm", "dec_norm"):
@@ -41,8 +44,15 @@ class ModelConfig:
         if "admin" in (self.enc_norm, self.dec_norm) and "pre" in (self.enc_norm, self.dec_norm):
             raise ValueError(f"enc_norm={self.enc_norm!r}, dec_norm={self.dec_norm!r}: Admin re-weights "
                              "Post-LN residuals; combine it with 'admin' or 'post' only")
+        if "fixup" in (self.enc_norm, self.dec_norm) and self.enc_norm != self.dec_norm:
+            raise ValueError(f"enc_norm={self.enc_norm!r}, dec_norm={self.dec_norm!r}: FixUp rescales the "
+                             "whole network's branches by its total branch count; set 'fixup' on both sides")
         if self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation={self.activation!r}: expected relu or gelu")
+        if self.init not in INITS:
+            raise ValueError(f"init={self.init!r}: expected one of {INITS}")
+        if self.init == "looklinear":
+            check_looklinear(self)
         if self.d_model % self.heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by heads={self.heads}")
 
@@ -62,6 +72,24 @@ def dropout(x, p, training):
     return x * (bits >= drop).to(x.dtype).mul_(32768 / (32768 - drop))
 
 
+def check_looklinear(cfg):
+    """init looklinear mirrors the FFN's ReLU halves: ReLU, an even width, and LayerNorm's residuals."""
+    if cfg.activation != "relu":
+        raise ValueError(f"init='looklinear' needs activation 'relu' (its mirrored halves cancel through ReLU), "
+                         f"not {cfg.activation!r}")
+    if cfg.ffn_dim % 2:
+        raise ValueError(f"init='looklinear' needs an even ffn_dim (two mirrored halves), not {cfg.ffn_dim}")
+    for side in ("enc_norm", "dec_norm"):
+        if getattr(cfg, side) in ("fixup", "admin"):
+            raise ValueError(f"init='looklinear' with {side}={getattr(cfg, side)!r}: LookLinear is an "
+                             "initialization of its own (Liu et al. §5.2 run it with Post-LN); use post or pre")
+
+
+def scalar(value):
+    """FixUp's scalar multiplier (1) or bias (0): one learned number."""
+    return nn.Parameter(torch.full((1,), float(value)))
+
+
 def xavier_linear(d_in, d_out, gain=1.0):
     """fairseq's Linear: xavier_uniform weight, zero bias."""
     layer = nn.Linear(d_in, d_out)
@@ -71,9 +99,10 @@ def xavier_linear(d_in, d_out, gain=1.0):
 
 
 class MultiheadAttention(nn.Module):
-    def __init__(self, d_model, heads, attn_dropout, fused):
+    def __init__(self, d_model, heads, attn_dropout, fused, fixup=False):
         super().__init__()
         self.heads, self.attn_dropout, self.fused = heads, attn_dropout, fused
+        self.out_bias = scalar(0) if fixup else None  # FixUp rule 3: before the output projection
         # fairseq's (papers' era) stacked in_proj: rows [W^Q; W^K; W^V], xavier over the whole (3d x d)
         # matrix; self-attention projects q, k, v in one matmul, cross-attention q and k, v in two
         self.in_proj = xavier_linear(d_model, 3 * d_model)
@@ -124,19 +153,26 @@ class MultiheadAttention(nn.Module):
                 scores = scores.masked_fill(~mask, float("-inf"))
             out = dropout(scores.softmax(-1), p, self.training) @ v
         B, H, T, dh = out.shape
-        return self.out_proj(out.transpose(1, 2).reshape(B, T, H * dh))
+        out = out.transpose(1, 2).reshape(B, T, H * dh)
+        return self.out_proj(out if self.out_bias is None else out + self.out_bias)
 
 
 class FeedForward(nn.Module):
-    def __init__(self, d_model, ffn_dim, act_dropout, activation="relu"):
+    def __init__(self, d_model, ffn_dim, act_dropout, activation="relu", fixup=False):
         super().__init__()
         self.fc1 = xavier_linear(d_model, ffn_dim)  # W^1 in the paper
         self.fc2 = xavier_linear(ffn_dim, d_model)  # W^2
         self.act_dropout = act_dropout
         self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
+        # FixUp rule 3: scalar biases before the activation and before fc2 (the one before fc1 is
+        # the residual sublayer's, before the branch)
+        self.act_bias, self.out_bias = (scalar(0), scalar(0)) if fixup else (None, None)
 
     def forward(self, x):
-        return self.fc2(dropout(self.activation(self.fc1(x)), self.act_dropout, self.training))
+        if self.act_bias is None:
+            return self.fc2(dropout(self.activation(self.fc1(x)), self.act_dropout, self.training))
+        h = dropout(self.activation(self.fc1(x) + self.act_bias), self.act_dropout, self.training)
+        return self.fc2(h + self.out_bias)
 
 
 class ResidualSublayer(nn.Module):
@@ -145,6 +181,10 @@ class ResidualSublayer(nn.Module):
     def __init__(self, d_model, norm, dropout):
         super().__init__()
         self.norm, self.dropout = norm, dropout
+        if norm == "fixup":  # no LayerNorm (Liu et al. §5.2: "FixUp (without using layer normalization)")
+            # FixUp rule 3: the branch's scalar multiplier, and the scalar bias before its first layer
+            self.multiplier, self.in_bias = scalar(1), scalar(0)
+            return
         self.layer_norm = nn.LayerNorm(d_model, eps=1e-5)
         if norm == "admin":
             # omega, set from the profiling pass (Liu et al. §4.3); 1 = plain Post-LN
@@ -156,6 +196,8 @@ class ResidualSublayer(nn.Module):
             return self.layer_norm(x + dropout(fn(x), self.dropout, self.training))
         if self.norm == "pre":  # Xiong et al. Table 1: x_{l+1} = x_l + F(LN(x_l))
             return x + dropout(fn(self.layer_norm(x)), self.dropout, self.training)
+        if self.norm == "fixup":  # x_{l+1} = x_l + multiplier * F(x_l + bias), no normalization
+            return x + dropout(self.multiplier * fn(x + self.in_bias), self.dropout, self.training)
         # admin, Liu et al. eq. (5): x_i = LN(f_i(x_{i-1}) + omega_i * x_{i-1})
         branch = dropout(fn(x), self.dropout, self.training)
         if self.profile is not None:  # profiling records Var(input) and Var(branch output)
@@ -166,8 +208,9 @@ class ResidualSublayer(nn.Module):
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout, cfg.activation)
+        fixup = cfg.enc_norm == "fixup"
+        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention, fixup)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout, cfg.activation, fixup)
         self.attn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout)
         self.ffn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout)
 
@@ -179,9 +222,10 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
-        self.cross_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout, cfg.activation)
+        fixup = cfg.dec_norm == "fixup"
+        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention, fixup)
+        self.cross_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention, fixup)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout, cfg.activation, fixup)
         self.self_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
         self.cross_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
         self.ffn_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
@@ -279,6 +323,12 @@ class Transformer(nn.Module):
         enc_tokens = dec_tokens if cfg.share_all_embeddings else token_embedding(cfg)
         self.encoder = Encoder(cfg, enc_tokens)
         self.decoder = Decoder(cfg, dec_tokens)
+        # re-initialized after fairseq's init, so the standard models draw the same numbers as before
+        if cfg.enc_norm == "fixup":
+            fixup_init(self)
+        if cfg.init == "looklinear":
+            for ffn in (m for m in self.modules() if isinstance(m, FeedForward)):
+                looklinear_init(ffn)
 
     def forward(self, src, prev_tokens):
         memory, memory_mask = self.encoder(src)
@@ -287,6 +337,57 @@ class Transformer(nn.Module):
     def residual_sublayers(self):
         """Sublayers in forward order, encoder then decoder (Admin's omega lives here)."""
         return [m for m in self.modules() if isinstance(m, ResidualSublayer)]
+
+
+# ---- the initializations Liu et al. §5.2 compare Admin with ------------------------------------
+def fixup_init(model):
+    """FixUp (Zhang, Dauphin, Ma 2019, ICLR, §3), rules (1)-(2); rule (3)'s scalars are built by the
+    modules (ResidualSublayer, MultiheadAttention, FeedForward) with their values at init.
+    (1) the last layer of each residual branch is initialized to 0: attention's out_proj, the FFN's
+        fc2. The paper's classification layer is 0 too; here it is the output projection, tied to
+        the decoder embedding, so it is left as is (our reading: a zero embedding would feed the
+        decoder zeros and get no gradient through it).
+    (2) the other weight layers inside branches keep the standard init scaled by L^(-1/(2m-2)),
+        L = residual branches of the network, m = weight layers per branch. Our reading: L counts
+        the encoder's and the decoder's branches together (2 per encoder layer, 3 per decoder
+        layer); m = 2 in every branch: attention's stacked q/k/v projection is one layer (its three
+        parts act in parallel, not in series) before out_proj, the FFN is fc1 then fc2. So the
+        scale is L^(-1/2), on attention's in_proj and the FFN's fc1. Embeddings are not in a branch.
+    (3) a scalar multiplier (1) in every branch and a scalar bias (0) before each linear layer and
+        element-wise activation. Our reading: the multiplier scales the branch output (before its
+        dropout); the branch's first bias is added to the sublayer input, so self-attention's
+        queries, keys and values all see it, cross-attention's encoder memory does not; then one
+        before attention's out_proj, and before the FFN's ReLU and fc2. Softmax is not element-wise:
+        no bias there. No bias after the multiplier (the rule does not ask for one)."""
+    branches = model.residual_sublayers()
+    scale = len(branches) ** (-1 / (2 * FIXUP_LAYERS_PER_BRANCH - 2))
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, MultiheadAttention):
+                m.in_proj.weight.mul_(scale)
+                nn.init.zeros_(m.out_proj.weight)
+            elif isinstance(m, FeedForward):
+                m.fc1.weight.mul_(scale)
+                nn.init.zeros_(m.fc2.weight)
+
+
+FIXUP_LAYERS_PER_BRANCH = 2  # m of FixUp's rule (2); see fixup_init
+
+
+def looklinear_init(ffn):
+    """LookLinear (Balduzzi et al. 2017, ICML, §5 "looks linear" initialization) for a ReLU FFN:
+    W1 = [V; -V], W2 = [U, -U], V and U (semi-)orthogonal, biases 0. Since ReLU(z) - ReLU(-z) = z,
+    W2 ReLU(W1 x) = U ReLU(Vx) - U ReLU(-Vx) = U V x: the FFN is linear at initialization and the
+    gradients do not shatter. Our reading: only the FFN holds a ReLU, so attention and embeddings
+    keep the standard init; V and U are orthogonal with gain 1."""
+    half = ffn.fc1.out_features // 2
+    v = nn.init.orthogonal_(torch.empty(half, ffn.fc1.in_features))
+    u = nn.init.orthogonal_(torch.empty(ffn.fc2.out_features, half))
+    with torch.no_grad():
+        ffn.fc1.weight.copy_(torch.cat([v, -v], dim=0))
+        ffn.fc2.weight.copy_(torch.cat([u, -u], dim=1))
+        ffn.fc1.bias.zero_()
+        ffn.fc2.bias.zero_()
 
 
 def label_smoothed_loss(logits, target, epsilon):

@@ -15,7 +15,7 @@ from .admin import load_omegas
 from .batching import collate, epoch_order, make_batches
 from .data import PAD, Dictionary, ParallelData
 from .loop import LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, setting
-from .model import NORMS, ModelConfig, Transformer, label_smoothed_loss
+from .model import INITS, NORMS, ModelConfig, Transformer, label_smoothed_loss
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,11 @@ class TrainConfig(LoopConfig):
     dropout: float = setting(0.3, "dropout on embeddings and sublayer outputs")
     attn_dropout: float = setting(0.0, "dropout on attention weights")
     act_dropout: float = setting(0.0, "dropout after the FFN activation")
-    enc_norm: str = setting("post", "encoder residual sublayers: Post-LN, Pre-LN (Xiong et al. Table 1) or Admin "
-                            "(Liu et al. 4.3)", NORMS)
+    enc_norm: str = setting("post", "encoder residual sublayers: Post-LN, Pre-LN (Xiong et al. Table 1), Admin "
+                            "(Liu et al. 4.3) or FixUp (no LayerNorm; Liu et al. 5.2; both sides)", NORMS)
     dec_norm: str = setting("post", "decoder residual sublayers, as --enc-norm", NORMS)
+    init: str = setting("standard", "weight init: standard (fairseq's) or looklinear (mirrored ReLU FFN halves, "
+                        "Balduzzi et al. 2017; Liu et al. 5.2 run it with Post-LN)", INITS)
     share_all_embeddings: bool = setting(False, "one embedding for encoder, decoder and output projection")
     admin_omega: str = setting("", "omega.json from `lnrepro admin-profile` (norm admin only); empty = none")
     # objective and length
