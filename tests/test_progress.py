@@ -127,4 +127,4 @@ def test_a_failed_run_names_the_failed_jobs_logs(capsys):
     run_progress.Progress().failed(fake_workflow(datetime.now() - timedelta(seconds=75), failed=[job]))
     assert capsys.readouterr().err.splitlines() == [
         "lnrepro: stopped after 0:01:15; see train: logs/train/adam.log",
-        "  the same command again continues: finished outputs are kept, trainings resume"]
+        "  after a fix, the same command continues: finished outputs are kept, trainings resume"]

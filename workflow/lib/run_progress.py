@@ -16,6 +16,7 @@ import sys
 import textwrap
 import threading
 import time
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 
@@ -89,8 +90,10 @@ class LogFollower:
 
     def __init__(self, throttle, dirs=FOLLOWED, clock=time.monotonic):
         self.throttle, self.dirs, self.clock = throttle, [Path(d) for d in dirs], clock
-        # logs from before this run: their lines are not its progress
-        self.read = {path: (path.stat().st_ino, path.stat().st_size) for path in self.logs()}
+        self.read = {}  # path: (inode, bytes read)
+        for path in self.logs():  # logs from before this run: their lines are not its progress
+            with suppress(OSError):  # removed since listed
+                self.read[path] = (path.stat().st_ino, path.stat().st_size)
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self.follow, name="lnrepro-progress", daemon=True)
 
@@ -201,7 +204,7 @@ class Progress:
         """Where to look: the failed jobs' logs (Snakemake names its own log after this)."""
         self.stop()
         elapsed = clock_time((datetime.now() - workflow.start_time).total_seconds())
-        logs = [f"{job.rule.name}: {log}" for job in getattr(workflow.scheduler, "failed", ()) for log in job.log]
+        logs = [f"{job.rule.name}: {log}" for job in getattr(workflow.scheduler, "failed", None) or () for log in job.log]
         where = ", ".join(logs[:shown]) + (f" and {len(logs) - shown} more" if len(logs) > shown else "")
         say(f"lnrepro: stopped after {elapsed}; {'see ' + where if logs else 'see the error above'}\n"
-            "  the same command again continues: finished outputs are kept, trainings resume")
+            "  after a fix, the same command continues: finished outputs are kept, trainings resume")
