@@ -112,7 +112,7 @@ def test_the_summary_lists_what_is_on_disk_marks_what_this_run_wrote_and_the_rep
         Path(name).touch()
     start = datetime.now() - timedelta(minutes=31, seconds=5)
     os.utime("results/figures/fig2.pdf", (start.timestamp() - 60,) * 2)  # from an earlier run
-    run_progress.Progress().finished(fake_workflow(start, configfiles=["config/mine.yaml"]), ["results/claims.md"])
+    run_progress.Progress().finished(fake_workflow(start, configfiles=[tmp_path / "config/mine.yaml"]), ["results/claims.md"])
     assert capsys.readouterr().err.splitlines() == [
         "lnrepro: 3 jobs done in 0:31:05",
         "  figures: results/figures/ fig2.pdf fig4.pdf* (2, each with its CSV; * written by this run)",
@@ -128,3 +128,9 @@ def test_a_failed_run_names_the_failed_jobs_logs(capsys):
     assert capsys.readouterr().err.splitlines() == [
         "lnrepro: stopped after 0:01:15; see train: logs/train/adam.log",
         "  after a fix, the same command continues: finished outputs are kept, trainings resume"]
+
+
+def test_after_a_partial_build_the_report_command_names_what_is_on_disk(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_progress.report_command([], ["results/figures/fig2.pdf"]) == (
+        "snakemake $(ls results/figures/*.pdf results/tables/*.csv results/claims.csv 2>/dev/null) --report report.html")

@@ -12,6 +12,7 @@ environment need not have.
 """
 import os
 import re
+import shlex
 import sys
 import textwrap
 import threading
@@ -145,7 +146,7 @@ def clock_time(seconds):
 
 
 def listing(label, folder, pattern, since, beside=""):
-    """'figures: results/figures/ fig2.pdf* fig4.pdf (2, * written by this run)', wrapped."""
+    """'  figures: results/figures/ fig2.pdf fig4.pdf* (2...; * written by this run)', wrapped."""
     paths = sorted(Path(folder).glob(pattern))
     if not paths:
         return []
@@ -163,9 +164,16 @@ def built(since):
     return lines
 
 
+def here(path):
+    """Snakemake keeps config files as absolute paths; the command reads better relative."""
+    with suppress(ValueError):
+        return Path(path).relative_to(Path.cwd())
+    return path
+
+
 def report_command(configfiles, all_targets):
     """The README's report command for what is on disk: rule all's when all of it is built."""
-    flags = "".join(f" --configfile {c}" for c in configfiles)
+    flags = "".join(f" --configfile {shlex.quote(str(here(c)))}" for c in configfiles)
     if all(Path(t).exists() for t in all_targets):
         return f"snakemake{flags} --report report.html"
     return (f"snakemake{flags} $(ls results/figures/*.pdf results/tables/*.csv results/claims.csv 2>/dev/null)"
