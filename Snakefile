@@ -1,9 +1,13 @@
 # Reproduce Xiong et al. 2020 (Pre-LN vs Post-LN) and Liu et al. 2020 (Admin): every figure a target.
 #   snakemake --cores 2                                    # the embedded demo (config/demo.yaml)
 #   snakemake --configfile config/config.yaml --cores 8    # the papers' settings
+import sys
+
 from snakemake.utils import min_version
 
 min_version("9.0")
+sys.path.insert(0, f"{workflow.basedir}/workflow/lib")
+from run_progress import Progress  # noqa: E402  the terminal's progress lines and the summary at the end
 
 # --configfile replaces the demo instead of being merged into it
 if not workflow.overwrite_configfiles:
@@ -46,3 +50,19 @@ rule all:
         admin_targets(),
         bert_targets(),
     default_target: True
+
+
+# in the main process of a real run only (not -n, not the jobs Snakemake or a cluster starts)
+progress = Progress()
+
+
+onstart:
+    progress.start()
+
+
+onsuccess:
+    progress.finished(workflow, rules.all.input)
+
+
+onerror:
+    progress.failed(workflow)

@@ -3,6 +3,7 @@ text files at the paths it names: prepare the data, train its run for its 1 epoc
 Then what an edit of its decoding reruns (README "Working with the DAG"). About 30 s on 2 cores."""
 import math
 import random
+import re
 
 import pandas as pd
 import pytest
@@ -35,9 +36,10 @@ def own(tmp_path_factory):
     cfg = yaml.safe_load((ROOT / EXAMPLE).read_text())
     write_text(workdir, cfg["corpora"]["mine"]["files"])
     merges = cfg["corpora"]["mine"]["bpe_merges"]
-    for target in (f"results/data/mine/bpe{merges}/bin/dict.txt",  # the README's three commands
-                   "results/train/mine_preln/metrics.csv", "results/eval/mine_preln/bleu.csv"):
-        snakemake(workdir, target, "--configfile", EXAMPLE, "--cores", "2")
+    terminals = [snakemake(workdir, target, "--configfile", EXAMPLE, "--cores", "2").stderr
+                 for target in (f"results/data/mine/bpe{merges}/bin/dict.txt",  # the README's three commands
+                                "results/train/mine_preln/metrics.csv", "results/eval/mine_preln/bleu.csv")]
+    (workdir / "train_terminal.txt").write_text(terminals[1])  # for test_the_terminal_...
     return workdir, cfg
 
 
@@ -68,13 +70,30 @@ def test_own_corpus_is_prepared_binarized_trained_and_scored(own):
     assert len((workdir / "results/eval/mine_preln/hyp_epoch1.txt").read_text().splitlines()) == 20
 
 
+def test_the_terminal_shows_the_trainings_progress_and_a_summary(own):
+    """The training's log has every progress line; the terminal the last one (its epoch's end,
+    at once; an update line waits LNREPRO_PROGRESS, 30 s) and the summary (test_progress.py)."""
+    workdir, _ = own
+    log = (workdir / "logs/train/mine_preln.log").read_text()
+    assert re.search(r"^epoch 1/1 \| update (\d+)/\1 \| loss .* tok/s \| run eta 0s$", log, re.M), log
+    terminal = (workdir / "train_terminal.txt").read_text()
+    shown = re.findall(r"^\[train mine_preln\] (.*)$", terminal, re.M)
+    assert len(shown) == 1 and shown[0] in log and re.match(r"epoch 1/1 done \| .* tok/s \| .* \| run eta 0s$", shown[0])
+    summary = terminal[terminal.index("lnrepro: "):].splitlines()
+    assert re.fullmatch(r"lnrepro: 1 job done in 0:00:\d\d", summary[0]), terminal[-2000:]
+    assert summary[1].startswith("  logs:    logs/<step>/") and "next:" not in terminal  # no figure yet
+
+
 def test_nothing_to_do_then_a_decode_edit_plans_evaluation_not_training(own):
     workdir, cfg = own
     target = "results/eval/mine_preln/bleu.csv"
-    assert "Nothing to be done" in snakemake(workdir, target, "--configfile", EXAMPLE, "-n").stdout
+    nothing = snakemake(workdir, target, "--configfile", EXAMPLE, "-n")
+    assert "Nothing to be done" in nothing.stdout and "lnrepro:" not in nothing.stdout + nothing.stderr
     cfg["corpora"]["mine"]["decode"]["beam"] = 2
     (workdir / "edited.yaml").write_text(yaml.safe_dump(cfg))
-    out = snakemake(workdir, target, "--configfile", "edited.yaml", "-n").stdout
+    dry = snakemake(workdir, target, "--configfile", "edited.yaml", "-n")
+    out = dry.stdout
+    assert "lnrepro:" not in out + dry.stderr  # a dry run has no summary
     assert "rule evaluate:" in out and "Params have changed since last execution" in out
     assert "rule train:" not in out and "rule binarize:" not in out
     # --summary marks the one output whose settings changed

@@ -12,7 +12,8 @@ batch order, dropout (and masking) are seeded per round, so it ends with the sam
 uninterrupted one. ``last.pt`` records what it was trained on (settings, digests of the data
 files, model shape, processes): a run that differs in any of them starts afresh and logs why. A
 run whose loss turns NaN/inf or explodes is recorded as diverged: its curve so far plus a final
-row with diverged=1, and the command exits 0.
+row with diverged=1, and the command exits 0. Progress goes to stderr every ``log_interval``
+seconds and at each round's end: round N/M, update N/M of the run, loss, lr, tokens/s, the run's ETA.
 """
 import csv
 import dataclasses
@@ -81,7 +82,8 @@ class LoopConfig:
     bf16: bool = setting(True, "bf16 autocast on CUDA (ignored on CPU)")
     compile: bool = setting(False, "torch.compile the model")
     threads: int = setting(0, "torch intra-op threads on CPU; 0 = torch's default")
-    log_interval: float = setting(10.0, "seconds between progress lines")
+    log_interval: float = setting(10.0, "seconds between progress lines (in a Snakemake run's terminal: "
+                                  "fewer, see LNREPRO_PROGRESS in the README)")
     tensorboard: bool = setting(False, "also log per-round scalars to OUT/tensorboard")
     # the config's training_cap (a smoke test of a configuration, never a result): at most this
     # many rounds, of at most this many updates each; 0 = no cap
@@ -162,6 +164,26 @@ def dropout_seed(seed, epoch, rank=0):
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
+
+
+def duration(seconds):
+    """42s, 3m05s or 2h07m: short enough for a progress line."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    return f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class RunClock:
+    """The run's ETA: the updates left at this process's pace so far, which includes its validations
+    and checkpoints (a resumed run counts from its restart, not from the updates it resumed after)."""
+
+    def __init__(self, updates_done, total, clock=time.time):
+        self.start, self.total, self.clock, self.t0 = updates_done, total, clock, clock()
+
+    def eta(self, updates):
+        done = updates - self.start
+        return duration((self.clock() - self.t0) / done * (self.total - updates)) if done else "?"
 
 
 def pick_device(name):
@@ -365,6 +387,7 @@ def fit(cfg: LoopConfig, task, out_dir):
             return True
         return (u + 1) % every == 0 if env.world > 1 else time.time() - last_log >= cfg.log_interval
 
+    clock = RunClock(updates, rounds * updates_per_round)
     for epoch in range(start_epoch, rounds + 1):
         torch.manual_seed(dropout_seed(cfg.seed, epoch, env.rank))
         model.train()
@@ -403,17 +426,16 @@ def fit(cfg: LoopConfig, task, out_dir):
                     diverged = True
                     break
                 last_log = time.time()
-                elapsed = last_log - t0
-                eta = elapsed / (u + 1) * (updates_per_round - u - 1)
-                log(f"epoch {epoch:3d} | update {u + 1:5d}/{updates_per_round} | loss {mean_loss:.3f} | "
-                    f"lr {lr:.3g} | {ntok / elapsed:,.0f} tok/s | eta {eta:.0f}s")
+                # the format lnrepro's Snakefile (workflow/lib/run_progress.py) shows in the terminal
+                log(f"epoch {epoch}/{rounds} | update {updates}/{clock.total} | loss {mean_loss:.3f} | "
+                    f"lr {lr:.3g} | {ntok / (last_log - t0):,.0f} tok/s | run eta {clock.eta(updates)}")
         wall = time.time() - t0
         row = {"epoch": epoch, "updates": updates, "train_loss": env.total(loss_sum).item() / ntok / LN2,
                "train_nll": env.total(nll_sum).item() / ntok / LN2, "lr": lr,
                "grad_norm": gnorm_sum.item() / round_updates, "tokens_per_s": ntok / wall, "wall_s": wall,
                "diverged": int(diverged), "capped": int(cfg.capped())}
         if diverged:
-            log(f"epoch {epoch}: DIVERGED (train loss {row['train_loss']}); recording the curve so far")
+            log(f"epoch {epoch}/{rounds} DIVERGED (train loss {row['train_loss']}); recording the curve so far")
             rows.append({**row, **{c: float("nan") for c in task.valid_columns}, "checkpoint": ""})
             break
         model.eval()
@@ -422,8 +444,9 @@ def fit(cfg: LoopConfig, task, out_dir):
         model.train()
         row["checkpoint"] = f"checkpoints/epoch{epoch}.pt"
         rows.append(row)
-        log(f"epoch {epoch:3d} done | train {row['train_loss']:.3f} | valid {row['valid_loss']:.3f} | "
-            f"gnorm {row['grad_norm']:.3f} | {row['tokens_per_s']:,.0f} tok/s | {wall:.1f}s")
+        log(f"epoch {epoch}/{rounds} done | train {row['train_loss']:.3f} | valid {row['valid_loss']:.3f} | "
+            f"gnorm {row['grad_norm']:.3f} | {row['tokens_per_s']:,.0f} tok/s | {wall:.1f}s | "
+            f"run eta {clock.eta(updates)}")
         if board:
             for key in ("train_loss", "valid_loss", "lr", "grad_norm", "tokens_per_s"):
                 board.add_scalar(key, row[key], epoch)
