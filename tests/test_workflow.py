@@ -223,7 +223,9 @@ def demo(tmp_path_factory):
     # LNREPRO_DEMO_DIR=<a demo built by an earlier test run>: check it instead of building anew
     given = os.environ.get("LNREPRO_DEMO_DIR")
     workdir = Path(given) if given else workflow_copy(tmp_path_factory.mktemp("demo"))
-    snakemake(workdir, "--cores", "2")
+    proc = snakemake(workdir, "--cores", "2")
+    if not given:  # what a person running the demo sees (a reused demo keeps its build's)
+        (workdir / "terminal.log").write_text(proc.stdout + proc.stderr)
     return workdir
 
 
@@ -233,6 +235,25 @@ def final(workdir, run, column):
     else:
         table = pd.read_csv(workdir / "results" / "train" / run / "metrics.csv")
     return table[column].dropna().iloc[-1]
+
+
+@pytest.mark.slow
+def test_demo_terminal_follows_every_training_without_flooding(demo):
+    """Each training's last line (epoch M/M done) reaches the terminal; a job shows at most one line
+    per LNREPRO_PROGRESS (30 s) of its wall time, plus its last; the summary names the results."""
+    terminal = (demo / "terminal.log").read_text()
+    lines = re.findall(r"^\[train (\S+)\] (epoch (\d+)/(\d+).*)$", terminal, re.M)
+    cfg = demo_config()
+    for run in cfg["runs"]:
+        mine = [line for job, line, _, _ in lines if job == run]
+        assert any(re.match(r"epoch (\d+)/\1 done", line) for line in mine), (run, mine)
+        wall = pd.read_csv(demo / "benchmarks" / "train" / f"{run}.tsv", sep="\t")["s"].iloc[0]
+        assert len(mine) <= wall // 30 + 2, (run, wall, mine)
+    start = re.search(r"^lnrepro: \d+ jobs done in \d:\d\d:\d\d$", terminal, re.M)
+    assert start, terminal[-3000:]
+    summary = terminal[start.start():]
+    for shown in ("results/figures/", "liu_fig1.pdf*", "results/tables/", "results/claims.md", "--report report.html"):
+        assert shown in summary, (shown, summary)
 
 
 @pytest.mark.slow
