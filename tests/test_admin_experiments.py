@@ -334,9 +334,17 @@ def test_update_norms_command_on_fabricated_checkpoints(toy_data, tmp_path):
     spec = {"title": "t", "batches": 2, "epochs": None,
             "runs": {"r": {"optimizer": "sgd", "max_tokens": 200, "seed": 1, "label_smoothing": 0.1}}}
     assert cli_main(["update-norms", "--spec", json.dumps(spec), "--data", str(toy_data), "--runs-dir", str(tmp_path),
-                     "--pdf", str(tmp_path / "f.pdf"), "--csv", str(tmp_path / "f.csv")]) == 0
+                     "--pdf", str(tmp_path / "f.pdf"), "--csv", str(tmp_path / "f.csv"),
+                     "--summary", str(tmp_path / "s.csv")]) == 0
     table = pd.read_csv(tmp_path / "f.csv")
     assert sorted(table.epoch.unique()) == [1, 2] and set(table.kind) == {"gradient", "update"}
     assert len(table) == 2 * 2 * (6 + 10)  # pairs x kinds x matrices of a 1+1-layer model
     assert (table.groupby(["epoch", "kind"]).relative.max() == 1).all()
     assert (tmp_path / "f.pdf").stat().st_size > 0
+    # the caption's table: each matrix's mean over layers, sides and pairs, then the claims' spread
+    caption = pd.read_csv(tmp_path / "s.csv").set_index("matrix")
+    assert list(caption.index) == ["Q", "K", "V", "O", "W1", "W2", "sd / mean, all matrices"]
+    q = table[(table.matrix == "Q") & (table.kind == "update")].relative
+    assert caption.loc["Q", "update"] == pytest.approx(q.mean(), abs=5e-4)
+    g = table[table.kind == "gradient"].relative
+    assert caption.loc["sd / mean, all matrices", "gradient"] == pytest.approx(g.std(ddof=0) / g.mean(), abs=5e-4)

@@ -429,9 +429,11 @@ def test_a_claim_whose_runs_are_not_configured_is_left_out(demo):
 def test_demo_report_holds_every_figure_its_caption_and_the_claims(demo):
     snakemake(demo, "--report", "report.html", "--cores", "1")
     html = (demo / "report.html").read_text(encoding="utf-8", errors="replace")
-    for name in ("fig2.pdf", "fig3.pdf", "fig4.pdf", "figS1.pdf", "theory.pdf", "claims.csv", "fig3.csv"):
+    for name in ("fig2.pdf", "fig3.pdf", "fig4.pdf", "figS1.pdf", "theory.pdf", "claims.csv", "fig3.csv",
+                 "liu_fig1.pdf", "liu_fig9.pdf", "liu_fig3.pdf", "liu_fig11.pdf"):
         assert name in html, name
-    for text in ("The paper reports", "We got", "warmup_essential_adam_1e-3", "theorem1_pre"):
+    for text in ("The paper reports", "We got", "warmup_essential_adam_1e-3", "theorem1_pre",
+                 "norm relative to the largest of its kind", "liu_fig11_sgd_updates_unbalanced"):
         assert text in html, text
 
 

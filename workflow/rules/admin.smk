@@ -409,8 +409,9 @@ rule update_norms:
     input:
         unpack(update_norms_inputs),
     output:
-        pdf=report("results/figures/liu_{unfig}.pdf", caption="../report/admin.rst", category="Admin"),
+        pdf=report("results/figures/liu_{unfig}.pdf", caption="../report/update_norms.rst", category="Admin"),
         csv=report("results/figures/liu_{unfig}.csv", caption="../report/admin.rst", category="Admin"),
+        summary="results/figures/liu_{unfig}_summary.csv",
     wildcard_constraints:
         unfig="fig3|fig11",
     params:
@@ -425,4 +426,4 @@ rule update_norms:
         "benchmarks/admin/liu_{unfig}.tsv"
     shell:
         "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
-        " --threads {threads} --pdf {output.pdf} --csv {output.csv} > {log} 2>&1"
+        " --threads {threads} --pdf {output.pdf} --csv {output.csv} --summary {output.summary} > {log} 2>&1"

@@ -23,6 +23,7 @@ import pandas as pd  # noqa: E402
 
 from ..core.data import ParallelData  # noqa: E402
 from ..core.translation import load_model  # noqa: E402
+from .claims import statistic  # noqa: E402
 from .plotting import save_figure  # noqa: E402
 from .probing import (DECODER_KINDS, ENCODER_KINDS, add_trained_probe_arguments, epoch_checkpoints,  # noqa: E402
                       probe_batches, token_loss, use_threads, write_probe)
@@ -128,14 +129,29 @@ def draw(table, title, pdf):
     save_figure(fig, title, pdf, tight=False)  # laid out by constrained layout already
 
 
+def summary(table):
+    """The report caption's table: per run and matrix, its mean relative gradient and update norm
+    (over layers, encoder and decoder, epoch pairs), and per run the spread (sd / mean) of each kind."""
+    means = table.pivot_table(index=["run", "optimizer", "matrix"], columns="kind", values="relative", sort=False)
+    spread = table.groupby(["run", "optimizer", "kind"], sort=False).relative.agg(
+        lambda r: statistic(r.to_frame(), "cv", "x", "relative"))  # the claims' statistic
+    spread = spread.unstack("kind").assign(matrix="sd / mean, all matrices").set_index("matrix", append=True)
+    rows = pd.concat([means, spread]).sort_index(level="run", sort_remaining=False, kind="stable")
+    return rows[list(KINDS)].round(3).reset_index()
+
+
 def add_arguments(p):
     add_trained_probe_arguments(p, "JSON: title, batches, epochs (first epochs of the pairs; null: every pair), "
                                    "runs {run: optimizer, max_tokens, seed, label_smoothing}", "every norm plotted")
+    p.add_argument("--summary", default=None, help="CSV of each matrix's mean relative norms (the report caption); "
+                                                   "none if left out")
 
 
 def run(args):
     use_threads(args.threads)
     spec = json.loads(args.spec)
-    write_probe(measure(spec, args.runs_dir, ParallelData.load(Path(args.data) / "train.pt")), spec["title"], args,
-                draw)
+    table = measure(spec, args.runs_dir, ParallelData.load(Path(args.data) / "train.pt"))
+    write_probe(table, spec["title"], args, draw)
+    if args.summary:
+        summary(table).to_csv(args.summary, index=False)
     return 0
