@@ -101,3 +101,22 @@ def test_nothing_to_do_then_a_decode_edit_plans_evaluation_not_training(own):
     rows = {r.split("\t")[0]: r.split("\t") for r in summary.splitlines() if r.startswith("results/")}
     assert rows[target][4:6] == ["params changed", "update pending"]
     assert rows["results/train/mine_preln/metrics.csv"][4:6] == ["ok", "no update"]
+
+
+def test_missing_text_is_named_when_the_dag_is_planned(tmp_path, own):
+    """Before any job: a note per missing file of `files`, naming its key; none once the files exist."""
+    workflow_copy(tmp_path)
+    proc = snakemake(tmp_path, "-n", "--configfile", EXAMPLE)  # the plan itself still stands
+    for split, side in (("train", "src"), ("train", "tgt"), ("test", "src"), ("test", "tgt")):
+        key = f"corpora.mine.files.{split}.{side}"
+        assert re.search(rf"^lnrepro: note: config {re.escape(key)}: '\S+' does not exist; prepare_local", proc.stderr,
+                         re.M), proc.stderr[-2000:]
+    assert "lnrepro: note" not in snakemake(own[0], "-n", "--configfile", EXAMPLE).stderr
+
+
+def test_missing_books_are_named_when_the_paper_dag_is_planned(tmp_path):
+    workflow_copy(tmp_path)
+    stderr = snakemake(tmp_path, "-n", "results/figures/fig5.pdf", "--configfile", "config/config.yaml").stderr
+    assert ("lnrepro: note: config bert_corpora.wiki_books.books_dir: 'resources/books' does not exist; "
+            "prepare_books will stop there") in stderr
+    assert stderr.count("lnrepro: note:") == 1  # said once, not per job or per parse

@@ -34,6 +34,9 @@ def check_bert_data_config():
             config_error(f"bert_corpora.{name}: source 'generated' needs a 'generator' entry")
         if c["source"] == "real" and not (c.get("wikipedia") or c.get("books_dir")):
             config_error(f"bert_corpora.{name}: source 'real' needs 'wikipedia' or 'books_dir' (or both)")
+        if c["source"] == "real" and c.get("books_dir"):
+            note_missing_input(f"bert_corpora.{name}.books_dir", c["books_dir"], "prepare_books will stop there "
+                               "until it holds the books' text files (config/README.md: bert_corpora)")
     for task, g in glue_tasks().items():
         if g["bert_corpus"] not in bert_corpora():
             config_error(f"glue.{task}.bert_corpus: '{g['bert_corpus']}' is not one of {sorted(bert_corpora())}")

@@ -46,6 +46,13 @@ def config_error(msg):
     raise WorkflowError(f"config: {msg}")
 
 
+def note_missing_input(key, path, consequence):
+    """A file or folder the user provides that is not there: said when the DAG is planned (a dry run
+    too), once, by the main process; the job that needs it fails later with the same advice."""
+    if workflow.is_main_process and not os.path.exists(path):
+        print(f"lnrepro: note: config {key}: '{path}' does not exist; {consequence}", file=sys.stderr)
+
+
 # ---- the schema: validated first, its error reported as config_error's are, without the schema ----
 SCHEMA = "workflow/schemas/config.schema.yaml"  # relative to the Snakefile's folder
 SCHEMA_DETAIL_LINES = 8  # after the message and a blank line; an allowed-keys list takes up to 6
@@ -243,6 +250,10 @@ def check_config():
             config_error(f"corpora.{name}: source '{c['source']}' needs 'archives' (url and sha256 of each)")
         if c["source"] == "local" and "files" not in c:
             config_error(f"corpora.{name}: source 'local' needs 'files' (train and test, src and tgt paths)")
+        for split, sides in c.get("files", {}).items() if c["source"] == "local" else ():
+            for side, path in sides.items():
+                note_missing_input(f"corpora.{name}.files.{split}.{side}", path,
+                                   "prepare_local cannot run until it does (plain text, one sentence per line)")
         if c.get("valid_set") and c["source"] != "wmt14":
             config_error(f"corpora.{name}.valid_set: only for source 'wmt14' (a local corpus lists files.valid)")
         if c.get("clean_after_bpe") and c.get("decode", {}).get("split") == "valid":
