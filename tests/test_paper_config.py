@@ -263,14 +263,17 @@ def covering_config(cfg):
 
 
 def config_runs(cfg, *sections):
-    """The translation runs a part of the config names: figures, the Admin tables' cells."""
+    """The translation runs a part of the config names: figures' BLEU panels (decoded per epoch), the
+    Admin tables' cells, Figs 3/11's runs. Liu's perplexity figures draw Table 2's runs: "liu_wmt"."""
     admin = cfg["admin"]
     named = {
-        "figures": [r for fig in cfg["figures"].values() for panel in fig["panels"] for r in panel["runs"]],
+        "figures": [r for fig in cfg["figures"].values() for panel in fig["panels"] if panel["metric"] == "bleu"
+                    for r in panel["runs"]],
         "liu_wmt": [r for rows in admin["table2"]["runs"].values() for r in rows] + [row["run"] for row in admin["table1"]["rows"]]
         + list(admin["table2"]["init_runs"].values()),
         "liu_seeds": [r for rows in admin["table2"]["seed_runs"].values() for r in rows],
         "liu_grid": [cell["run"] for cell in admin["lr_grid"]["cells"]],
+        "liu_norms": [r for fig in admin["update_norms"].values() for r in fig["runs"]],
     }
     return sorted({r for s in sections for r in named[s]})
 
@@ -420,7 +423,7 @@ def test_runs_train_the_papers_model_sizes(paper_build):
     # 6+6, d 512, FFN 1024: 31.6M besides the embeddings
     assert count == transformer_parameters(cfg["models"]["iwslt"], vocab) and count - vocab * 512 > 31_000_000
     trained = {m.parent.name for m in (workdir / "results/train").glob("*/metrics.csv")}
-    assert trained == set(config_runs(cfg, "figures", "liu_wmt", "liu_seeds", "liu_grid"))
+    assert trained == set(config_runs(cfg, "figures", "liu_wmt", "liu_seeds", "liu_grid", "liu_norms"))
     deep = next(run for run in sorted(trained) if run.endswith("_18L"))
     count, vocab = logged_parameters(logs / f"train/{deep}.log")
     run = cfg["runs"][deep]  # its norms: a Pre-LN side adds a final LayerNorm
@@ -450,7 +453,7 @@ def test_bert_pretrains_both_lengths_and_every_capped_round_is_fine_tuned(paper_
 @pytest.mark.slow
 def test_every_admin_run_has_its_omegas(paper_build):
     workdir, cfg = paper_build[:2]
-    runs = config_runs(cfg, "figures", "liu_wmt", "liu_seeds", "liu_grid")
+    runs = config_runs(cfg, "figures", "liu_wmt", "liu_seeds", "liu_grid", "liu_norms")
     admin_runs = [r for r in runs if "admin" in [cfg["runs"][r].get(k) for k in ("norm", "enc_norm", "dec_norm")]]
     assert len(admin_runs) == (3 + 5 + 15 if len(runs) == len(cfg["runs"]) else 2 + 1 + 1)  # WMT, seeds, grid
     for run in admin_runs:

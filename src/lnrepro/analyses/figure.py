@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
@@ -109,6 +110,7 @@ def draw(spec, table, pdf):
                 ax.plot([curve.epoch.max()], [last], marker="x", ms=10, mew=2, color=line.get_color())
         ax.set_title(f"({chr(97 + i)}) {panel['title']}", fontsize=10)
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # 3-epoch runs: no ticks at 1.25
         ax.set_ylabel(METRIC_LABELS[panel["metric"]])
         if panel["metric"] in LOG_SCALE:
             ax.set_yscale("log")
