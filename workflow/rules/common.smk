@@ -31,12 +31,10 @@ NORMS = ("post", "pre", "admin", "fixup")
 # lnrepro.core.model refuses Admin beside Pre-LN (omega re-weights Post-LN residuals); Admin on one side
 # with Post-LN on the other builds, and admin-profile then writes omegas for that side only. FixUp
 # scales by the whole network's branch count: both sides or neither
-UNSUPPORTED_NORM_PAIRS = {("admin", "pre"), ("pre", "admin")}
-NORM_PAIRS = [(e, d) for e in NORMS for d in NORMS
-              if (e, d) not in UNSUPPORTED_NORM_PAIRS and (e == d or "fixup" not in (e, d))]
+UNSUPPORTED_NORM_PAIRS = {("admin", "pre"), ("pre", "admin"), ("fixup", "post"), ("post", "fixup"), ("fixup", "pre"), ("pre", "fixup"), ("fixup", "admin"), ("admin", "fixup")}
+NORM_PAIRS = [(e, d) for e in NORMS for d in NORMS if (e, d) not in UNSUPPORTED_NORM_PAIRS]
 # what the trainer (lnrepro.core.translation.TrainConfig) uses where no level of the config sets the key
-TRAINER_DEFAULTS = {"enc_norm": "post", "dec_norm": "post", "lr": 5e-4, "adam_beta2": 0.98, "seed": 1,
-                    "init": "standard", "ffn_dim": 1024}
+TRAINER_DEFAULTS = {"enc_norm": "post", "dec_norm": "post", "lr": 5e-4, "adam_beta2": 0.98, "seed": 1, "init": "standard", "ffn_dim": 1024}
 # what a probe (probe.smk, admin.smk) takes from the probed run: its width and batches
 PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dropout", "share_all_embeddings",
               "max_tokens", "label_smoothing", "device")
