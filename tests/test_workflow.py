@@ -256,6 +256,9 @@ def test_demo_terminal_follows_every_training_without_flooding(demo):
         assert shown in summary, (shown, summary)
 
 
+UNDECODED = {"liu_wmt_pre_6L_sgd"}  # Figs 3/11's SGD run: read for its checkpoints only, nothing decodes it
+
+
 @pytest.mark.slow
 def test_demo_builds_every_figure_with_its_table(demo):
     cfg = demo_config()
@@ -265,7 +268,10 @@ def test_demo_builds_every_figure_with_its_table(demo):
         table = pd.read_csv(demo / "results" / "figures" / f"{fig}.csv")
         for panel in spec["panels"]:
             assert set(panel["runs"]) <= set(table.run)
+    assert not any((demo / "results" / "eval" / run).exists() for run in UNDECODED)
     for run, settings in cfg["runs"].items():
+        if run in UNDECODED:
+            continue
         bleu = pd.read_csv(demo / "results" / "eval" / run / "bleu.csv")
         metrics = pd.read_csv(demo / "results" / "train" / run / "metrics.csv")
         assert list(bleu.epoch) == list(metrics.epoch[metrics.diverged == 0])
@@ -343,7 +349,7 @@ def test_editing_the_beam_reruns_evaluation_not_training(demo):
     cfg["corpora"]["deen"]["decode"]["beam"] = 3
     out = snakemake(demo, "-n", "--cores", "2", "--configfile", write_config(demo, cfg)).stdout
     jobs = planned_jobs(out)
-    deen_runs = {f"run={r}" for r, s in cfg["runs"].items() if s.get("corpus", "deen") == "deen"}
+    deen_runs = {f"run={r}" for r, s in cfg["runs"].items() if s.get("corpus", "deen") == "deen" and r not in UNDECODED}
     assert "train" not in jobs
     assert set(jobs["evaluate"]) == deen_runs
     assert sorted(jobs["plot_figure"]) == ["fig=fig2", "fig=fig4", "fig=figS1"]
