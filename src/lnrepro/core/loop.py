@@ -40,10 +40,9 @@ OPTIMIZERS = ("adam", "sgd", "radam")
 CHECKPOINT_FORMAT = 3
 # settings that do not change the result: a run resumes across them
 UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
-CAP_KEYS = ("max_rounds", "max_round_updates")
-# settings added after checkpoints were written: left out at their default, so those checkpoints
-# (their fingerprint, their model_config) still resume
-LATER_DEFAULTS = {"init": "standard"}
+# settings added after checkpoints were written (the training cap, the init): left out at their
+# default, so those checkpoints (their fingerprint, their model_config) still resume
+LATER_DEFAULTS = {"max_rounds": 0, "max_round_updates": 0, "init": "standard"}
 LN2 = math.log(2)
 
 
@@ -119,8 +118,7 @@ class LoopConfig:
 
 def result_settings(config_dict):
     """Uncapped runs leave the cap out, so their fingerprints are those of the versions before it."""
-    return {k: v for k, v in without_later_defaults(config_dict).items()
-            if k not in UNFINGERPRINTED and not (k in CAP_KEYS and not v)}
+    return {k: v for k, v in without_later_defaults(config_dict).items() if k not in UNFINGERPRINTED}
 
 
 def without_later_defaults(config_dict):
