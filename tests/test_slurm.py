@@ -144,7 +144,8 @@ def slurm_dir(tmp_path_factory):
 
 
 def test_figure_through_slurm_equals_the_local_run(cluster, local_run, slurm_dir):
-    jobs = slurm_jobs(run_id(slurm_snakemake(slurm_dir, "results/figures/tiny.pdf")))
+    terminal = slurm_snakemake(slurm_dir, "results/figures/tiny.pdf")
+    jobs = slurm_jobs(run_id(terminal))
     rules = {j["rule"] for j in jobs}
     assert DATA_RULES | {"train", "evaluate"} <= rules and not rules & LOCAL_RULES, rules  # local: beside Snakemake
     assert all(j["JobState"] == "COMPLETED" for j in jobs), [(j["rule"], j["JobState"]) for j in jobs]
@@ -161,6 +162,11 @@ def test_figure_through_slurm_equals_the_local_run(cluster, local_run, slurm_dir
         assert_same_numbers(local_run, slurm_dir, f"results/eval/{run}/bleu.csv")
     assert_same_numbers(local_run, slurm_dir, "results/figures/tiny.csv")
     assert (slurm_dir / "results" / "figures" / "tiny.pdf").read_bytes()[:5] == b"%PDF-"
+    # the jobs' progress reaches the user's terminal: Snakemake's own process follows their logs
+    # on the shared file system (README, "Following a run"), then sums up
+    for run in ("post", "pre"):
+        assert f"[train {run}] epoch 2/2 done | train " in terminal, terminal[-3000:]
+    assert re.search(r"lnrepro: \d+ jobs done in ", terminal) and "tiny.pdf*" in terminal
 
 
 def running_job(comment, proc, output, timeout=300):
