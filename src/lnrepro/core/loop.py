@@ -117,11 +117,14 @@ class LoopConfig:
 
 
 def result_settings(config_dict):
-    """Uncapped runs leave the cap out, so their fingerprints are those of the versions before it."""
+    """What decides a run's result: settings that do not (UNFINGERPRINTED) and later settings at their
+    default (LATER_DEFAULTS: an uncapped run, the standard init) are left out, so fingerprints stay
+    those of the versions before them."""
     return {k: v for k, v in without_later_defaults(config_dict).items() if k not in UNFINGERPRINTED}
 
 
 def without_later_defaults(config_dict):
+    """The settings, less those added later that still have their default (LATER_DEFAULTS)."""
     return {k: v for k, v in config_dict.items() if k not in LATER_DEFAULTS or v != LATER_DEFAULTS[k]}
 
 
