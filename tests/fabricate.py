@@ -2,6 +2,7 @@
 test-full.tgz and dev.tgz, local parallel files; with the text each recipe should make of them.
 Shared by tests/test_real_corpora.py (data preparation) and tests/test_paper_config.py (the
 paper configuration end to end)."""
+import gzip
 import hashlib
 import io
 import tarfile
@@ -12,8 +13,10 @@ def lines(text):
 
 
 def make_tgz(path, members):
-    """members: {name: list of lines}, written in the order given."""
-    with tarfile.open(path, "w:gz") as tar:
+    """members: {name: list of lines}, written in the order given. The same members give the same
+    bytes (gzip's header time 0), so two corpora sharing an archive pin one sha256."""
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w") as tar:
         for name, content in members.items():
             payload = lines(content)
             info = tarfile.TarInfo(name)
@@ -168,6 +171,17 @@ def wmt_corpora():
             "training/news-commentary-v9.de-en": commentary}
 
 
+ICML17 = ["training/europarl-v7.de-en", "commoncrawl.de-en", "training/news-commentary-v9.de-en"]
+
+
+def archive_of(corpus):
+    """The archive a training corpus comes in: news-commentary-vN in training-parallel-nc-vN.tgz."""
+    if "news-commentary-" in corpus:
+        return f"training-parallel-nc-{corpus.split('news-commentary-')[1].split('.')[0]}.tgz"
+    return {"training/europarl-v7.de-en": "training-parallel-europarl-v7.tgz",
+            "commoncrawl.de-en": "training-parallel-commoncrawl.tgz"}[corpus]
+
+
 def wmt_train_rows():
     return [r for corpus in wmt_corpora().values() for r in corpus]
 
@@ -210,18 +224,17 @@ def sgm_set(pattern, setid, rows):
             pattern.format("ref", "en"): sgm("ref", "en", wrong, setid)}
 
 
-def fabricate_wmt(directory, rows=None):
-    """The WMT14 archives; `rows`: only the first rows of each training corpus (a cheaper build)."""
-    corpora = {corpus: pairs[:rows] for corpus, pairs in wmt_corpora().items()}
-    names = {"training/europarl-v7.de-en": "training-parallel-europarl-v7.tgz",
-             "commoncrawl.de-en": "training-parallel-commoncrawl.tgz",
-             "training/news-commentary-v9.de-en": "training-parallel-nc-v9.tgz"}
+def fabricate_wmt(directory, rows=None, train_corpora=ICML17):
+    """The WMT14 archives; `rows`: only the first rows of each training corpus (a cheaper build);
+    `train_corpora`: another news-commentary version (Transformer-Clinic's v12) holds v9's rows."""
+    pairs = list(wmt_corpora().values())
+    corpora = {corpus: rows_[:rows] for corpus, rows_ in zip(train_corpora, pairs)}
     archives = []
     for corpus, rows in corpora.items():
         members = {f"{corpus}.de": [r[1] for r in rows], f"{corpus}.en": [r[0] for r in rows]}
         other = corpus.replace("de-en", "fr-en")  # the real archives hold other pairs too
         members[f"{other}.fr"] = ["Une phrase."]
-        archives.append(make_tgz(directory / names[corpus], members))
+        archives.append(make_tgz(directory / archive_of(corpus), members))
     archives.append(make_tgz(directory / "test-full.tgz",
                              sgm_set("test-full/newstest2014-deen-{}.{}.sgm", "newstest2014", WMT_TEST)))
     # dev.tgz names its sets without the pair and holds other years too

@@ -197,8 +197,9 @@ def on_test_machine(cfg):
 def paper_test_config(inputs, wmt_rows=None):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     pin_archives(cfg["corpora"]["iwslt14"], [fabricate_iwslt(inputs)])
-    pin_archives(cfg["corpora"]["wmt14"], fabricate_wmt(inputs, rows=wmt_rows))
-    for corpus in ("iwslt14", "wmt14"):
+    for corpus in ("wmt14", "wmt14_clinic"):  # Xiong's and Liu's preparations share their common archives
+        pin_archives(cfg["corpora"][corpus], fabricate_wmt(inputs, wmt_rows, cfg["corpora"][corpus]["train_corpora"]))
+    for corpus in ("iwslt14", "wmt14", "wmt14_clinic"):
         cfg["corpora"][corpus]["bpe_merges"] = 100
         # an untrained model decodes every sentence to max_len_b: 20 tokens instead of 200
         cfg["corpora"][corpus]["decode"]["max_len_b"] = DECODE_MAX_LEN
@@ -428,7 +429,7 @@ def test_runs_train_the_papers_model_sizes(paper_build):
     count, vocab = logged_parameters(logs / f"train/{deep}.log")
     run = cfg["runs"][deep]  # its norms: a Pre-LN side adds a final LayerNorm
     norms = {side: run.get(side, run.get("norm", "post")) for side in ("enc_norm", "dec_norm")}
-    assert count == transformer_parameters({**cfg["models"]["wmt_base"], **norms}, vocab, layers=18)
+    assert count == transformer_parameters({**cfg["models"][run["model"]], **norms}, vocab, layers=18)
     assert count - vocab * 512 > 130_000_000
     count, vocab = logged_parameters(logs / "pretrain/bert_postln.log")
     assert count - vocab * 768 > 85_000_000  # BERT-base: 12 layers of d 768, FFN 3072, 512 positions

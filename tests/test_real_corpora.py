@@ -18,7 +18,7 @@ from fabricate import (IWSLT_SETS, IWSLT_SPECIAL, LOCAL, LOCAL_TOK, WMT_TEST, WM
                        sha256, wmt_corpora, wmt_train_rows, write_local)
 from workflow_helpers import ROOT, snakemake, workflow_copy
 
-MERGES = {"iwslt14": 100, "wmt14": 100, "mine": 40, "mine_tok": 40}
+MERGES = {"iwslt14": 100, "wmt14": 100, "wmt14_clinic": 100, "mine": 40, "mine_tok": 40}
 
 
 # ---- one config, one Snakemake run ---------------------------------------------------------------
@@ -28,12 +28,13 @@ def paper_config():
     return {"corpora": paper["corpora"]}
 
 
-def derived_config(de_en, wmt_archives, local_files, local_tok_files):
+def derived_config(de_en, fabricate_wmt_archives, local_files, local_tok_files):
     cfg = paper_config()
-    iwslt, wmt = cfg["corpora"]["iwslt14"], cfg["corpora"]["wmt14"]
-    pin_archives(iwslt, [de_en])
-    pin_archives(wmt, wmt_archives)
-    iwslt["bpe_merges"], wmt["bpe_merges"] = MERGES["iwslt14"], MERGES["wmt14"]
+    pin_archives(cfg["corpora"]["iwslt14"], [de_en])
+    for name in ("wmt14", "wmt14_clinic"):  # Xiong's and Liu's preparations, sharing their common archives
+        pin_archives(cfg["corpora"][name], fabricate_wmt_archives(cfg["corpora"][name]["train_corpora"]))
+    for name in ("iwslt14", "wmt14", "wmt14_clinic"):
+        cfg["corpora"][name]["bpe_merges"] = MERGES[name]
     cfg["corpora"]["mine"] = {"source": "local", "files": local_files, "src": "de", "tgt": "en",
                               "bpe_merges": MERGES["mine"], "split_final_period": True}
     cfg["corpora"]["mine_tok"] = {"source": "local", "files": local_tok_files, "tokenized": True,
@@ -54,7 +55,7 @@ def stage(workdir, corpus, name):
 def prepared(tmp_path_factory):
     workdir = workflow_copy(tmp_path_factory.mktemp("real"))
     inputs = tmp_path_factory.mktemp("inputs")
-    cfg = derived_config(fabricate_iwslt(inputs), fabricate_wmt(inputs),
+    cfg = derived_config(fabricate_iwslt(inputs), lambda corpora: fabricate_wmt(inputs, train_corpora=corpora),
                          write_local(inputs, "mine", LOCAL), write_local(inputs, "mine_tok", LOCAL_TOK))
     (workdir / "real.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
     targets = [f"results/data/{c}/bpe{m}/bin/dict.txt" for c, m in MERGES.items()]
@@ -179,6 +180,28 @@ def test_wmt14_bpe_on_all_train_then_clean_train_and_valid_only(prepared):
     assert len(read(d / "train.src")) == 210 - 3 and len(read(d / "valid.src")) == 3
     assert any("@@ " in line for line in read(d / "train.tgt"))
     assert len(data.ParallelData.load(d / "bin" / "valid.pt")) == 3
+
+
+@pytest.mark.slow
+def test_wmt14_clinic_cleans_1_80_before_bpe_and_normalizes_valid(prepared):
+    """Transformer-Clinic's wmt14en-de.sh (Liu et al.): news-commentary v12, clean-corpus-n 1-80 with
+    its default ratio 9 on the tokenized train before BPE, nothing cleaned after; valid normalized
+    like train and never cleaned."""
+    workdir, _ = prepared
+    rows = wmt_train_rows()
+    log = (workdir / "logs/data/wmt14_clinic/prepare_wmt14.log").read_text()
+    assert "training/news-commentary-v12.de-en: 50 lines" in log
+    tok, text = stage(workdir, "wmt14_clinic", "tok"), stage(workdir, "wmt14_clinic", "text")
+    assert read(tok / "train.src") == [r[2] for r in rows]
+    kept = [r for r in rows if len(r[2].split()) <= 80]  # the 260-word pair; the 1:7 pairs stay (ratio 9)
+    assert len(kept) == 209
+    assert read(text / "train.src") == [r[2] for r in kept] and read(text / "train.tgt") == [r[3] for r in kept]
+    d = bpe(workdir, "wmt14_clinic")
+    assert debpe(read(d / "train.tgt")) == [r[3] for r in kept] and not (d / "uncleaned").exists()
+    # normalize-punctuation on valid: „ “ -> " (escaped by the tokenizer); test stays as wmt14's
+    assert read(tok / "valid.tgt")[1] == "Die &quot; E @-@ Mail &quot; über das Europäische Parlament ."
+    assert read(tok / "test.tgt") == [r[3] for r in WMT_TEST]
+    assert len(data.ParallelData.load(d / "bin" / "valid.pt")) == len(WMT_VALID)  # the 1:13 pair stays
 
 
 # ---- local corpora ------------------------------------------------------------------------------

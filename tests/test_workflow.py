@@ -356,6 +356,19 @@ def test_editing_the_beam_reruns_evaluation_not_training(demo):
 
 
 @pytest.mark.slow
+def test_a_runs_own_decode_setting_reruns_only_its_evaluation(demo):
+    """runs.RUN.decode (Liu et al.'s IWSLT recipe decodes with lenpen 1.0 where Xiong et al.'s uses 1.2)
+    overrides its corpus's decoding for that run alone: no training, no other run's decoding."""
+    cfg = demo_config()
+    cfg["runs"]["adam_5e-4_warm500"]["decode"] = {"lenpen": 0.7}
+    proc = snakemake(demo, "-n", "-p", "--cores", "2", "--configfile", write_config(demo, cfg))
+    jobs = planned_jobs(proc.stdout)
+    assert "train" not in jobs and jobs.get("evaluate") == ["run=adam_5e-4_warm500"]
+    shown = proc.stdout + proc.stderr
+    assert "--lenpen 0.7" in shown and f"--beam {cfg['corpora']['deen']['decode']['beam']} " in shown
+
+
+@pytest.mark.slow
 def test_nothing_to_do_after_the_demo(demo):
     out = snakemake(demo, "-n", "--cores", "2").stdout
     assert "Nothing to be done" in out

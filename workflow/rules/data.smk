@@ -132,7 +132,8 @@ def tokenizer_flags(wildcards):
     flags = f"--lang {lang(wildcards.corpus, side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
     if c.get("split_final_period"):
         flags += " --split-final-period"
-    if c.get("normalize_train") and split == "train":  # prepare-wmt14en2de.sh: train only
+    # prepare-wmt14en2de.sh normalizes train only; Transformer-Clinic's wmt14en-de.sh valid too
+    if (c.get("normalize_train") and split == "train") or (c.get("normalize_valid") and split == "valid"):
         flags += " --normalize-punctuation --remove-non-printing"
     return flags
 

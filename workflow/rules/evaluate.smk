@@ -5,8 +5,11 @@
 DECODE_DEFAULTS = {"split": "test", "beam": 5, "lenpen": 1.0, "max_len_a": 0, "max_len_b": 200, "batch_sentences": 128}
 
 
-def decode_settings(corpus):
-    return {**DECODE_DEFAULTS, **corpus_cfg(corpus).get("decode", {})}
+def decode_settings(corpus, run=None):
+    """The corpus's decoding, then what a run family's recipe sets for itself (`runs.RUN.decode`:
+    Liu et al.'s IWSLT runs decode with lenpen 1.0 where Xiong et al.'s use 1.2)."""
+    run_decode = config["runs"][run].get("decode", {}) if run else {}
+    return {**DECODE_DEFAULTS, **corpus_cfg(corpus).get("decode", {}), **run_decode}
 
 
 def detok_reference(corpus):
@@ -35,7 +38,7 @@ def eval_inputs(wildcards):
 
 def decode_flags(wildcards):
     corpus = run_corpus(wildcards.run)
-    flags = cli_flags(decode_settings(corpus)) + f" --target-lang {lang(corpus, 'tgt')}"
+    flags = cli_flags(decode_settings(corpus, wildcards.run)) + f" --target-lang {lang(corpus, 'tgt')}"
     if detok_reference(corpus):
         flags += f" --detok-reference {detok_reference(corpus)}"
     return flags

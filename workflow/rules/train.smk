@@ -4,7 +4,7 @@
 # what the job asks a cluster for comes from resources.smk.
 
 
-RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens")  # resolved here, not passed to the trainer
+RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens", "decode")  # resolved here or by evaluation, not passed to the trainer
 
 
 def model_flags(wildcards):
