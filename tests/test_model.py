@@ -186,34 +186,7 @@ def test_post_ln_gradient_near_output_is_larger_and_depth_independent():
     assert 0.6 < post12 / post6 < 1.6  # Post-LN: about constant
 
 
-# ---- Admin (Liu et al. §4.3) ---------------------------------------------------------------------
-def test_admin_omega_is_the_running_variance_ratio():
-    from lnrepro.core.admin import omegas_from_profile
-    # r1 = 1; r2 = sqrt(1*1 + 3) = 2; r3 = sqrt(0.5*4 + 7) = 3
-    assert omegas_from_profile([(1.0, 3.0), (0.5, 7.0), (1.0, 1.0)]) == pytest.approx([1.0, 2.0, 3.0])
-
-
-def test_admin_profiling_on_a_tiny_model_grows_with_depth_and_loads():
-    from lnrepro.core.admin import load_omegas, profile
-    torch.manual_seed(0)
-    m = Transformer(tiny("admin", layers=3))
-    src, prev = torch.randint(4, 50, (4, 9)), torch.randint(4, 50, (4, 7))
-    om = profile(m, src, prev)
-    assert len(om["encoder"]) == 6 and len(om["decoder"]) == 9  # 2 and 3 sublayers per layer
-    for side in om.values():
-        assert side[0] == 1.0 and all(b > a for a, b in zip(side, side[1:]))
-    # LN outputs have unit variance, so r_{i+1}^2 - r_i^2 is about Var(f_i): the last omega^2 is
-    # 1 + the sum of the branch variances, well above 1 and below 1 + (number of sublayers) * 4
-    assert 1.5 < om["encoder"][-1] ** 2 < 1 + 6 * 4
-    import json
-    import tempfile
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(om, f)
-    load_omegas(m, f.name)
-    assert m.decoder.layers[2].ffn_block.omega[0].item() == pytest.approx(om["decoder"][-1])
-    assert m.encoder.layers[0].attn_block.omega.mean().item() == 1.0
-
-
+# ---- Admin's profiling pass: tests/test_admin.py ------------------------------------------------
 @pytest.mark.parametrize("enc, dec", [("post", "pre"), ("pre", "post"), ("post", "post"), ("pre", "pre"),
                                       ("admin", "post")])
 def test_hybrid_placements_build_and_run(enc, dec):

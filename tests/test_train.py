@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import signal
@@ -10,6 +11,7 @@ import pytest
 import torch
 from conftest import reversal_pairs
 
+from lnrepro.core.admin import METHOD
 from lnrepro.core.data import Dictionary, save_split
 from lnrepro.core.translation import TrainConfig, load_model, train
 
@@ -92,6 +94,22 @@ def test_a_checkpoint_of_other_data_is_never_resumed(toy_data, tmp_path, capsys,
     train(cfg, data, tmp_path / "fresh")
     again, fresh = (pd.read_csv(tmp_path / d / "metrics.csv") for d in ("run", "fresh"))
     pd.testing.assert_frame_equal(fresh[DETERMINISTIC], again[DETERMINISTIC])
+
+
+def test_an_admin_checkpoint_of_other_omegas_is_never_resumed(toy_data, tmp_path, capsys):
+    """omega.json is among the files a run trains on: a new profile (another profiling method, say)
+    restarts the Admin run with the reason, as other data does."""
+    omega = tmp_path / "omega.json"
+    write = lambda top: omega.write_text(json.dumps({"method": METHOD, "encoder": [1.0, 1.3, 1.5, top],
+                                                     "decoder": [1.0, 1.3, 1.5, 1.6, 1.7, top]}))
+    cfg = TrainConfig(**TINY, enc_norm="admin", dec_norm="admin", admin_omega=str(omega), epochs=2)
+    write(1.8)
+    train(cfg, toy_data, tmp_path / "run")
+    write(1.7)
+    capsys.readouterr()
+    train(cfg, toy_data, tmp_path / "run")
+    log = capsys.readouterr().err
+    assert "last.pt was trained on other data (omega.json differs); starting afresh" in log and "resuming" not in log
 
 
 def as_older_checkpoint(state_dict):

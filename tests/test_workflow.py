@@ -185,8 +185,16 @@ def test_admin_on_one_side_plans_its_profiling(tmp_path):
     post = {k: v for k, v in cfg["runs"]["liu_wmt_post_6L"].items() if k != "norm"}  # train_defaults: post
     cfg["runs"]["admin_enc_post_dec"] = {**post, "enc_norm": "admin"}
     cfg["figures"]["fig2"]["panels"][0]["runs"].append("admin_enc_post_dec")
-    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", write_config(tmp_path, cfg))
+    proc = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", write_config(tmp_path, cfg))
     assert "run=admin_enc_post_dec" in planned_jobs(proc.stdout)["admin_profile"]
+    assert "lnrepro admin-profile" in proc.stdout and " --method clinic-running " in proc.stdout
+
+
+def test_the_workflows_admin_profiling_method_is_the_codes():
+    """A param of the jobs that profile omega (a new method reruns them, Snakemake's params trigger);
+    admin-profile accepts only the code's own."""
+    from lnrepro.core.admin import METHOD
+    assert common_smk_constant("ADMIN_PROFILE_METHOD") == METHOD
 
 
 def test_lint_is_clean():

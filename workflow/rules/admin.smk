@@ -318,6 +318,7 @@ rule output_change:
         fits="results/figures/liu_fig2_fits.csv",
     params:
         flags=output_change_flags,
+        admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models are profiled in the job: a new method reruns it
     threads: threads("train")
     conda:
         "../../envs/lnrepro.yaml"
@@ -392,6 +393,7 @@ rule layer_dependency:
     params:
         spec=dependency_spec,
         data_dir=dependency_data_dir,
+        admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models at init are profiled in the job
     threads: threads("train")
     conda:
         "../../envs/lnrepro.yaml"

@@ -35,6 +35,9 @@ UNSUPPORTED_NORM_PAIRS = {("admin", "pre"), ("pre", "admin"), ("fixup", "post"),
 NORM_PAIRS = [(e, d) for e in NORMS for d in NORMS if (e, d) not in UNSUPPORTED_NORM_PAIRS]
 # what the trainer (lnrepro.core.translation.TrainConfig) uses where no level of the config sets the key
 TRAINER_DEFAULTS = {"enc_norm": "post", "dec_norm": "post", "lr": 5e-4, "adam_beta2": 0.98, "seed": 1, "init": "standard", "ffn_dim": 1024}
+# Admin's profiling method (lnrepro.core.admin.METHOD, also in omega.json): a param of every job that
+# profiles omega, so a new method reruns them (Snakemake's params trigger) and their trainings after
+ADMIN_PROFILE_METHOD = "clinic-running"
 # what a probe (probe.smk, admin.smk) takes from the probed run: its width and batches
 PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dropout", "share_all_embeddings",
               "max_tokens", "label_smoothing", "device")

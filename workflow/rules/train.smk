@@ -93,10 +93,11 @@ rule admin_profile:
     params:
         flags=model_flags,
         data_dir=run_bin_dir,
+        method=ADMIN_PROFILE_METHOD,  # the command refuses another: this rule and the code agree
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/admin/{run}.log",
     shell:
         "lnrepro admin-profile --data {params.data_dir} {params.flags} --out results/admin/{wildcards.run}"
-        " --omega-out {output} > {log} 2>&1"
+        " --method {params.method} --omega-out {output} > {log} 2>&1"

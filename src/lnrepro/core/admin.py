@@ -1,12 +1,28 @@
-"""Admin initialization (Liu et al. 2020 §4.3): omega per sublayer from one profiling pass.
+"""Admin initialization (Liu et al. 2020 §4.3): omega per sublayer from one profiling pass, run as
+the authors' code runs it (Transformer-Clinic, `--init-type adaptive-profiling`).
 
-With omega = 1 (plain Post-LN) and dropout on, one forward pass over the first training batch
-records, for every Admin sublayer i in forward order, Var(x_i) of its input and Var(f_i(x_i)) of
-its residual branch (one scalar over the whole tensor). Encoder and decoder accumulate separately:
-r_1 = 1, omega_i = r_i, r_{i+1} = sqrt(Var(x_i * r_i) + Var(f_i(x_i))), so omega_i grows with
-the variance the earlier branches add. The model and batch are exactly those training starts from
-(same seed; lnrepro.training.admin_profile), and the result is a file the training rule takes
-as input.
+One forward pass in train mode (dropout on) over the first training batch. Each side keeps its own
+running ratio r, starting at 1. At every Admin sublayer i, in forward order, the pass first sets
+omega_i = r, then computes LN(f_i(x_i) + omega_i * x_i) with it and updates
+r = sqrt(Var(omega_i * x_i) + Var(f_i(x_i))), f_i(x_i) taken after its dropout, Var the population
+variance of the whole tensor (padding included). So every later sublayer sees inputs produced with
+the earlier omegas, and the decoder's encoder-attention sees the encoder output computed with its
+omegas (the encoder runs first). The model and batch are exactly those training starts from
+(lnrepro.training.admin_profile); the result is a file the training rule takes as input.
+
+Transformer-Clinic (github.com/LiyuanLucasLiu/Transformer-Clinic, fairseq/fairseq/modules/
+transformer_layer.py at HEAD 70f72b7): module globals encoder_ratio / decoder_ratio = 1.0 (lines
+18-19); the profiling branch runs only in train mode while omega is still 1 (161, 519); encoder
+self-attention 186-196, FFN 252-261; decoder self-attention 561-571, encoder-attention 611-620,
+FFN 645-654: write the ratio, fill omega with it, np.var of residual * omega and of the branch
+output after F.dropout, ratio = sqrt of their sum. fairseq/fairseq/tasks/fairseq_task.py 260-266:
+the profiling run exits after its first train step (one batch). Each omega is a line
+"index ratio" of profile.ratio.init, encoder then decoder, read back in order by
+`--init-type adaptive` when the layers are built (transformer_layer.py 63-78, 386-408). The same
+logic since the first commit (a302132, 2020-04-20: there the ratio is divided and multiplied by
+index ** --adaptive-scale, whose default 0 makes that 1; removed in 91336b0).
+The paper's own words ("initializing omega as 1" for profiling) read as a pass with omega = 1
+throughout; this module's earlier version did that, which gives larger omegas at the top.
 """
 import json
 import math
@@ -16,34 +32,49 @@ import torch
 
 from .model import ResidualSublayer, Transformer
 
+# written into omega.json; a file without it (or with another) is refused by load_omegas
+METHOD = "clinic-running"
+
 
 def admin_sublayers(module):
     return [m for m in module.modules() if isinstance(m, ResidualSublayer) and m.norm == "admin"]
 
 
-def omegas_from_profile(records):
-    """[(Var(x_i), Var(f_i)), ...] in forward order -> [omega_i, ...] (the running ratio r_i)."""
-    r, omegas = 1.0, []
-    for var_x, var_f in records:
-        omegas.append(r)
-        r = math.sqrt(var_x * r * r + var_f)
-    return omegas
+def variance(t):
+    """np.var of the whole tensor, as the authors take it (population variance); in float64."""
+    return t.double().var(correction=0).item()
+
+
+class RunningRatio:
+    """One side's running ratio r (Transformer-Clinic's encoder_ratio / decoder_ratio)."""
+
+    def __init__(self):
+        self.ratio, self.omegas = 1.0, []
+
+    def set_omega(self, sublayer, x, branch):
+        """Called by an Admin sublayer after its branch, before it adds the residual."""
+        sublayer.omega.fill_(self.ratio)
+        self.omegas.append(self.ratio)
+        self.ratio = math.sqrt(variance(x * sublayer.omega) + variance(branch))
 
 
 @torch.no_grad()
 def profile(model: Transformer, src, prev):
-    """{'encoder': [...], 'decoder': [...]} omega per Admin sublayer, from one forward pass."""
-    sides = {"encoder": admin_sublayers(model.encoder), "decoder": admin_sublayers(model.decoder)}
-    for subs in sides.values():
+    """{'method', 'encoder': [...], 'decoder': [...]}: omega per Admin sublayer, each already set in
+    the model by the one forward pass that measured it."""
+    sides = {side: admin_sublayers(getattr(model, side)) for side in ("encoder", "decoder")}
+    ratios = {side: RunningRatio() for side in sides}
+    for side, subs in sides.items():
         for s in subs:
-            s.profile = []
-    model.train()  # dropout on, as in the reference profiling
-    model(src, prev)
-    result = {side: omegas_from_profile([s.profile[0] for s in subs]) for side, subs in sides.items()}
-    for subs in sides.values():
-        for s in subs:
-            s.profile = None
-    return result
+            s.profiler = ratios[side]
+    model.train()  # dropout on, as in the authors' profiling step
+    try:
+        model(src, prev)
+    finally:
+        for subs in sides.values():
+            for s in subs:
+                s.profiler = None
+    return {"method": METHOD, **{side: r.omegas for side, r in ratios.items()}}
 
 
 def set_omegas(model: Transformer, omegas, source="omegas"):
@@ -57,4 +88,8 @@ def set_omegas(model: Transformer, omegas, source="omegas"):
 
 
 def load_omegas(model: Transformer, path):
-    set_omegas(model, json.loads(Path(path).read_text()), path)
+    omegas = json.loads(Path(path).read_text())
+    if omegas.get("method") != METHOD:
+        raise ValueError(f"{path}: omegas of profiling method {omegas.get('method', 'omega = 1 throughout (unnamed)')!r}, "
+                         f"this version uses {METHOD!r}: rerun `lnrepro admin-profile` (Snakemake reruns it)")
+    set_omegas(model, omegas, path)

@@ -189,7 +189,7 @@ class ResidualSublayer(nn.Module):
         if norm == "admin":
             # omega, set from the profiling pass (Liu et al. §4.3); 1 = plain Post-LN
             self.omega = nn.Parameter(torch.ones(d_model))
-            self.profile = None  # a list during Admin's profiling pass (lnrepro.core.admin)
+            self.profiler = None  # during Admin's profiling pass: its side's running ratio (lnrepro.core.admin)
 
     def forward(self, x, fn):
         if self.norm == "post":  # Xiong et al. Table 1: x_{l+1} = LN(x_l + F(x_l))
@@ -200,8 +200,8 @@ class ResidualSublayer(nn.Module):
             return x + dropout(self.multiplier * fn(x + self.in_bias), self.dropout, self.training)
         # admin, Liu et al. eq. (5): x_i = LN(f_i(x_{i-1}) + omega_i * x_{i-1})
         branch = dropout(fn(x), self.dropout, self.training)
-        if self.profile is not None:  # profiling records Var(input) and Var(branch output)
-            self.profile.append((x.var().item(), branch.var().item()))
+        if self.profiler is not None:  # profiling: omega is set here, from the sublayers below, before its use
+            self.profiler.set_omega(self, x, branch)
         return self.layer_norm(branch + self.omega * x)
 
 

@@ -1,7 +1,9 @@
 """`lnrepro admin-profile`: Admin's profiling pass (Liu et al. 2020 §4.3) for one run, written to omega.json.
 
 The model and the batch are exactly those the run's training starts from: its seed, its first
-epoch's first batch and that epoch's dropout stream; lnrepro.core.admin computes omega.
+epoch's first batch and that epoch's dropout stream; lnrepro.core.admin computes omega as the
+authors' code does. omega.json names the method ("method"); --method is the workflow's copy of it,
+so a rule written for another method fails here instead of training on its omegas.
 """
 import json
 import os
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from ..core.admin import profile
+from ..core.admin import METHOD, profile
 from ..core.batching import collate, epoch_order, make_batches
 from ..core.data import Dictionary, ParallelData
 from ..core.loop import dropout_seed
@@ -21,6 +23,7 @@ from ..core.translation import TrainConfig, add_train_arguments
 def add_arguments(p):
     add_train_arguments(p)  # the run's own settings: same model, seed and first batch as training
     p.add_argument("--omega-out", required=True, help="omega.json (--out, required by the shared flags, is unused)")
+    p.add_argument("--method", default=METHOD, choices=[METHOD], help="the profiling method the caller expects")
 
 
 def run(args):
