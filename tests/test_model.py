@@ -129,9 +129,11 @@ def test_cached_greedy_equals_full_recomputation(norm):
     greedy = beam_search(m, src, beam=1, max_len_b=12)
     memory, mask = m.encoder(src)
     tokens = torch.full((3, 1), EOS)
-    for _ in range(13):
+    for step in range(13):
         lp = m.decoder(tokens, memory, mask)[:, -1].log_softmax(-1)
         lp[:, [0, PAD]] = float("-inf")
+        if step == 0:  # min_len 1: at least one real token
+            lp[:, EOS] = float("-inf")
         tokens = torch.cat([tokens, lp.argmax(-1, keepdim=True)], 1)
     for hyp, row in zip(greedy, tokens[:, 1:].tolist()):
         assert hyp == (row[: row.index(EOS)] if EOS in row else row[:12])
@@ -164,6 +166,65 @@ def test_beam_search_of_a_batch_equals_each_sentence_alone():
     alone = [beam_search(m, src[i:i + 1, :int((src[i] != PAD).sum())], beam=4, lenpen=1.2, max_len_b=12)[0] for i in range(6)]
     assert together == alone
     assert len({len(h) for h in together}) > 1  # the sentences did end at different steps
+
+
+def first_step_lprobs(m, src):
+    """log P(first target token | source), the distribution beam_search's step 0 sees."""
+    memory, mask = m.encoder(src)
+    return m.decoder(torch.full((src.size(0), 1), EOS), memory, mask)[:, -1].log_softmax(-1)
+
+
+def eos_dominant_model():
+    """A Pre-LN model whose decoder output always leans towards </s>: the final norm's bias is the
+    </s> embedding, so </s> is the likeliest token at every step, the first included."""
+    torch.manual_seed(4)
+    m = Transformer(tiny("pre")).eval()
+    with torch.no_grad():
+        m.decoder.final_norm.bias.copy_(3 * m.decoder.embed.tokens.weight[EOS])
+    return m
+
+
+def test_min_len_1_forbids_the_empty_hypothesis_fairseq_forbids():
+    m = eos_dominant_model()
+    src = pad_right([torch.randint(4, 50, (n,)) for n in (5, 7, 4)])
+    assert (first_step_lprobs(m, src).argmax(-1) == EOS).all()  # the premise: </s> first would win
+    assert beam_search(m, src, beam=4, lenpen=1.0, max_len_b=10, min_len=0) == [[], [], []]
+    hyps = beam_search(m, src, beam=4, lenpen=1.0, max_len_b=10, min_len=1)
+    assert all(len(h) >= 1 for h in hyps)
+    assert all(len(h) >= 3 for h in beam_search(m, src, beam=4, lenpen=1.0, max_len_b=10, min_len=3))
+
+
+class EosLogitByStep(torch.nn.Module):
+    """A decoder whose </s> logit is moved by bias(step), the step counted by its calls (beam search
+    calls it once a step): a model whose </s> probability depends on the step, set by hand."""
+
+    def __init__(self, decoder, bias):
+        super().__init__()
+        self.inner, self.layers, self.bias, self.step = decoder, decoder.layers, bias, 0
+
+    def forward(self, tokens, memory, memory_mask, cache=None):
+        logits = self.inner(tokens, memory, memory_mask, cache)
+        logits[..., EOS] += self.bias(self.step)
+        self.step += 1
+        return logits
+
+
+def eos_late_model():
+    """</s> far out of reach at step 0 and ever likelier after it, so hypotheses end at steps 7-10."""
+    torch.manual_seed(1)
+    m = Transformer(tiny("post")).eval()
+    m.decoder = EosLogitByStep(m.decoder, lambda step: -20.0 if step == 0 else 0.6 * step - 3)
+    return m
+
+
+def test_min_len_1_changes_nothing_where_eos_is_not_among_the_first_candidates():
+    torch.manual_seed(1)
+    src = pad_right([torch.randint(4, 50, (n,)) for n in (2, 9, 5, 7, 3, 8)])
+    m = eos_late_model()
+    assert not (first_step_lprobs(m, src).topk(4, -1).indices == EOS).any()  # the premise
+    allowed = beam_search(eos_late_model(), src, beam=4, lenpen=1.2, max_len_b=12, min_len=0)
+    assert beam_search(eos_late_model(), src, beam=4, lenpen=1.2, max_len_b=12, min_len=1) == allowed
+    assert len({len(h) for h in allowed}) > 1 and max(len(h) for h in allowed) < 12  # </s> chosen, at different steps
 
 
 def last_ffn_w2_grad(norm, layers, seed):

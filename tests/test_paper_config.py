@@ -159,6 +159,19 @@ def test_the_cap_reaches_every_trainer_as_flags_and_only_with_the_key(tmp_path):
     assert "round2.csv" in out and "round3.csv" not in out  # only the capped rounds are fine-tuned
 
 
+
+def test_paper_runs_train_with_the_papers_optimizers_and_the_demo_with_torchs(tmp_path):
+    """train_defaults' optimizer_impl reaches every run (a schema default in a run would override it)."""
+    workdir = workflow_copy(tmp_path)
+    runs = ("adam_5e-4_warm4000", "radam_postln_5e-4", "liu_wmt_admin_6L")
+    targets = [f"results/eval/{run}/bleu.csv" for run in runs]
+    for name, impl in (("config.yaml", "--optimizer-impl fairseq"), ("demo.yaml", None)):
+        out = dry_run_commands(workdir, yaml.safe_load((ROOT / "config" / name).read_text()), *targets)
+        trains = [line for line in out.splitlines() if "lnrepro train " in line]
+        assert len(trains) == len(runs)
+        assert all((impl in c) if impl else ("--optimizer-impl" not in c) for c in trains), name
+        assert out.count("lnrepro evaluate ") == len(runs) and out.count("--min-len 1 ") == len(runs)
+
 # ---- the paper configuration, built (slow) -------------------------------------------------------
 # sample counts of the measurements that train nothing; their sizes (d = 512, 18 layers) stay
 MEASUREMENTS = {"theory": {"depths": [4, 8], "seeds": 2, "sequences": 4, "positions": 4},

@@ -2,7 +2,7 @@
 # decoding and figures, never training.
 
 
-DECODE_DEFAULTS = {"split": "test", "beam": 5, "lenpen": 1.0, "max_len_a": 0, "max_len_b": 200, "batch_sentences": 128}
+DECODE_DEFAULTS = {"split": "test", "beam": 5, "lenpen": 1.0, "max_len_a": 0, "max_len_b": 200, "min_len": 1, "batch_sentences": 128}
 
 
 def decode_settings(corpus, run=None):

@@ -3,6 +3,10 @@
 Hypothesis score = sum of log-probabilities / length**lenpen, length counting </s>;
 max length = min(max_len_a * longest source + max_len_b, max_positions - 1), where </s> is
 forced; a sentence is finished once `beam` hypotheses have ended. Beam 1 is greedy decoding.
+</s> is forbidden before min_len real tokens, as fairseq 0.9's `elif step < self.min_len:
+lprobs[:, self.eos] = -math.inf` (sequence_generator.py:334-336; fairseq-generate's --min-len
+defaults to 1, options.py:462), so no empty hypothesis wins or fills a finished slot. Where
+min_len exceeds the max length, the forced </s> wins (our reading: fairseq would leave no token).
 A finished sentence leaves the batch (as fairseq's batch reduction), so the remaining steps
 decode only the sentences still open.
 """
@@ -19,8 +23,9 @@ def select_rows(cache, rows, side):
 
 
 @torch.no_grad()
-def beam_search(model, src, beam=5, lenpen=1.0, max_len_a=0.0, max_len_b=200):
-    """src (B, S) -> list of B best token lists (without </s>)."""
+def beam_search(model, src, beam=5, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=1):
+    """src (B, S) -> list of B best token lists (without </s>), each at least min_len tokens long
+    unless max length is shorter."""
     B, k, device = src.size(0), beam, src.device
     memory, memory_mask = model.encoder(src)
     memory, memory_mask = memory.repeat_interleave(k, 0), memory_mask.repeat_interleave(k, 0)
@@ -41,6 +46,8 @@ def beam_search(model, src, beam=5, lenpen=1.0, max_len_a=0.0, max_len_b=200):
             eos_only = torch.full_like(lprobs, float("-inf"))
             eos_only[:, EOS] = lprobs[:, EOS]
             lprobs = eos_only
+        elif step < min_len:  # step = real tokens before this one, as fairseq's (its hypothesis ends at step + 1)
+            lprobs[:, EOS] = float("-inf")
         n, V = len(open_ids), lprobs.size(-1)
         cand = (scores.view(-1, 1) + lprobs).view(n, k * V)
         top_scores, top_idx = cand.topk(2 * k, dim=1)  # 2k so that k continue past any </s>

@@ -31,18 +31,22 @@ import torch
 import torch.distributed as dist
 
 from .. import __version__
+from .fairseq_optim import ClinicRAdam, FairseqAdam
 from .schedule import SCHEDULES, Schedule
 
 OPTIMIZERS = ("adam", "sgd", "radam")
+# whose Adam/RAdam update equations: torch.optim's, or those of the papers' code (core.fairseq_optim)
+OPTIMIZER_IMPLS = ("torch", "fairseq")
 # last.pt's layout: 2 = attention's stacked in_proj (older optimizer moments do not fit the
 # parameters); 3 = records its data's digests. An older state is not resumed (its epoch weights
 # still load for evaluation)
 CHECKPOINT_FORMAT = 3
 # settings that do not change the result: a run resumes across them
 UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
-# settings added after checkpoints were written (the training cap, the init): left out at their
-# default, so those checkpoints (their fingerprint, their model_config) still resume
-LATER_DEFAULTS = {"max_rounds": 0, "max_round_updates": 0, "init": "standard"}
+# settings added after checkpoints were written (the training cap, the init, the optimizer's
+# implementation): left out at their default, so those checkpoints (their fingerprint, their
+# model_config) still resume
+LATER_DEFAULTS = {"max_rounds": 0, "max_round_updates": 0, "init": "standard", "optimizer_impl": "torch"}
 LN2 = math.log(2)
 
 
@@ -61,6 +65,11 @@ class LoopConfig:
     adam_beta1: float = setting(0.9, "Adam/RAdam beta1")
     adam_beta2: float = setting(0.98, "Adam/RAdam beta2 (the paper's 0.98; Liu et al. Fig 10 varies it)")
     adam_eps: float = setting(1e-8, "Adam/RAdam epsilon")
+    optimizer_impl: str = setting("torch", "Adam/RAdam update equations: torch = torch.optim.AdamW (eps added "
+                                  "to the bias-corrected sqrt(v)) and RAdam (SGD-like steps while "
+                                  "unrectified); fairseq = fairseq 0.9's Adam (eps added to sqrt(v): in "
+                                  "effect eps/sqrt(1-beta2^t)) and Transformer-Clinic's RAdam (no step "
+                                  "but weight decay while unrectified)", OPTIMIZER_IMPLS)
     momentum: float = setting(0.0, "SGD momentum (sgd only)")
     weight_decay: float = setting(0.0, "weight decay, decoupled as fairseq's Adam")
     clip_norm: float = setting(0.0, "clip the gradient's global L2 norm to this; 0 = no clipping")
@@ -92,6 +101,8 @@ class LoopConfig:
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer={self.optimizer!r}: expected one of {OPTIMIZERS}")
+        if self.optimizer_impl not in OPTIMIZER_IMPLS:
+            raise ValueError(f"optimizer_impl={self.optimizer_impl!r}: expected one of {OPTIMIZER_IMPLS}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule={self.schedule!r}: expected one of {SCHEDULES}")
 
@@ -194,6 +205,11 @@ def pick_device(name):
 
 
 def build_optimizer(cfg, params):
+    # fairseq's SGD is torch.optim.SGD (fairseq 0.9 optim/sgd.py:15): only Adam and RAdam differ
+    if cfg.optimizer_impl == "fairseq" and cfg.optimizer != "sgd":
+        papers = {"adam": FairseqAdam, "radam": ClinicRAdam}[cfg.optimizer]
+        return papers(params, lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
+                      weight_decay=cfg.weight_decay)
     fast = {"fused": True}  # one kernel per step on CUDA and CPU alike (CPU: ~5% faster than foreach at d=64)
     if cfg.optimizer == "adam":
         return torch.optim.AdamW(params, lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2),

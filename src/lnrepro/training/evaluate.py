@@ -21,7 +21,7 @@ from ..core.data import Dictionary, ParallelData
 from ..core.loop import pick_device, write_csv
 from ..core.translation import load_model
 
-COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen",
+COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen", "min_len",
            "sentences", "sentences_per_s", "signature", "averaged"]
 
 
@@ -36,6 +36,8 @@ def add_arguments(p):
     p.add_argument("--lenpen", type=float, default=1.0, help="length penalty: scores divided by length**lenpen")
     p.add_argument("--max-len-a", type=float, default=0.0, help="hypotheses at most a * source length + b tokens: a")
     p.add_argument("--max-len-b", type=int, default=200, help="hypotheses at most a * source length + b tokens: b")
+    p.add_argument("--min-len", type=int, default=1,
+                   help="</s> forbidden before this many tokens (fairseq-generate's --min-len, default 1)")
     p.add_argument("--batch-sentences", type=int, default=128, help="sentences decoded per batch")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda or a torch device")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
@@ -45,14 +47,14 @@ def add_arguments(p):
     p.add_argument("--out", required=True, help="bleu.csv")
 
 
-def decode(model, data, vocab, beam, lenpen, max_len_a, max_len_b, batch_sentences, device):
+def decode(model, data, vocab, beam, lenpen, max_len_a, max_len_b, batch_sentences, device, min_len=1):
     """Hypotheses (BPE removed) in corpus order; batches of similar source length."""
     order = sorted(range(len(data)), key=lambda i: int(data.src_lengths[i]))
     hyps = [None] * len(data)
     for start in range(0, len(order), batch_sentences):
         idx = order[start:start + batch_sentences]
         src = pad_right([data.source(i) for i in idx]).to(device)
-        for i, toks in zip(idx, beam_search(model, src, beam, lenpen, max_len_a, max_len_b)):
+        for i, toks in zip(idx, beam_search(model, src, beam, lenpen, max_len_a, max_len_b, min_len)):
             hyps[i] = vocab.decode(toks)
     return hyps
 
@@ -98,7 +100,7 @@ def run(args):
         model = build()
         t0 = time.time()
         hyps = decode(model, data, vocab, args.beam, args.lenpen, args.max_len_a, args.max_len_b,
-                      args.batch_sentences, device)
+                      args.batch_sentences, device, args.min_len)
         elapsed = time.time() - t0
         name = f"hyp_avg{averaged}_epoch{r['epoch']}.txt" if averaged else f"hyp_epoch{r['epoch']}.txt"
         (out.parent / name).write_text("\n".join(hyps) + "\n", encoding="utf-8")
@@ -109,8 +111,8 @@ def run(args):
             detok = detokenized_bleu(detokenize(hyps, args.target_lang), raw_refs)[0].score
         rows.append({"epoch": int(r["epoch"]), "bleu": score.score, "bleu_compound_split": split_score.score,
                      "sacrebleu_detok": detok, "split": args.split, "beam": args.beam, "lenpen": args.lenpen,
-                     "sentences": len(hyps), "sentences_per_s": len(hyps) / elapsed, "signature": signature,
-                     "averaged": averaged})
+                     "min_len": args.min_len, "sentences": len(hyps), "sentences_per_s": len(hyps) / elapsed,
+                     "signature": signature, "averaged": averaged})
         print(f"epoch {r['epoch']}: BLEU {score.score:.2f} ({len(hyps) / elapsed:.0f} sentences/s)",
               file=sys.stderr, flush=True)
     write_csv(rows, out, COLUMNS)
