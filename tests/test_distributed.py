@@ -44,3 +44,18 @@ def test_two_workers_match_one_process_with_update_freq_2(toy_data, tmp_path, pa
     for col in ("train_loss", "valid_loss", "grad_norm", "lr"):
         pd.testing.assert_series_equal(one[col], two[col], rtol=1e-4, check_names=False)
     assert one.valid_loss.iloc[-1] < one.valid_loss.iloc[0]  # and it trained
+
+
+def test_two_workers_diverge_at_the_update_one_process_does(toy_data, tmp_path):
+    """The divergence check all-reduces the same loss at the same updates as one process checks it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    diverging = dict(optimizer="sgd", lr=1e6, schedule="constant", warmup=0, divergence_interval=2)
+    single = [sys.executable, "-m", "lnrepro.cli"] + train_cmd(toy_data, tmp_path / "one", update_freq=2, **diverging)
+    subprocess.run(single, check=True, env=env, capture_output=True)
+    ddp = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "lnrepro.cli"] + train_cmd(toy_data, tmp_path / "two", update_freq=1, **diverging)
+    proc = subprocess.run(ddp, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    one = pd.read_csv(tmp_path / "one" / "metrics.csv")
+    two = pd.read_csv(tmp_path / "two" / "metrics.csv")
+    assert list(one.diverged) == list(two.diverged) == [1] and list(one.updates) == list(two.updates)
