@@ -1,14 +1,15 @@
 """A run's arithmetic: fp32, bf16 autocast, or fp16 autocast with fairseq's dynamic loss scaling.
 
-fp16 follows fairseq 0.9 as Liu et al. trained with it (Transformer-Clinic's fork; the same code in
-fairseq v0.9.0, fairseq/optim/fp16_optimizer.py and fairseq/trainer.py):
+fp16 follows fairseq 0.9 as Liu et al. trained with it: Transformer-Clinic's fork, whose
+fairseq/optim/fp16_optimizer.py is fairseq v0.9.0's (the line numbers below are the fork's;
+v0.9.0's trainer.py has the same code at 428-438 and 479, its options.py at 182):
 
 - backward runs on the loss sum times the loss scale (fp16_optimizer.py:102); the gradients are then
-  divided by the scale and normalized by the update's tokens in fp32 (:119, trainer.py:420), clipped,
+  divided by the scale and normalized by the update's tokens in fp32 (:119, trainer.py:422), clipped,
   and their norm checked: inf or NaN is an overflow (fp16_optimizer.py:50-54, 132-137);
 - an overflowed update is skipped: no optimizer step, the update count and so the lr schedule do not
-  advance (trainer.py:425-430 raise OverflowError before set_num_updates, caught at :461-464); its
-  batches are consumed all the same;
+  advance (trainer.py:425-430 raise OverflowError before set_num_updates, which steps the schedule at
+  :590-593; caught at :461-464); its batches are consumed all the same;
 - the scale starts at fp16_init_scale (options.py:184, 2**7), halves on an overflow (with tolerance 0,
   fairseq's default, on every one), never below threshold_loss_scale when set (fp16_optimizer.py:44-47),
   and doubles after fp16_scale_window updates without one (:39-41); the window defaults to
@@ -19,10 +20,11 @@ fairseq v0.9.0, fairseq/optim/fp16_optimizer.py and fairseq/trainer.py):
 
 Our reading: fairseq keeps fp16 weights and an fp32 master copy (FP16Optimizer), so its whole
 forward (residual sums, LayerNorm) runs in fp16; we use torch.autocast(float16) over fp32 weights,
-where matmuls run in fp16 and LayerNorm, softmax and the residual stream stay fp32. The optimizer
-updates fp32 weights in both, from fp16-computed gradients; autocast overflows less often in the
-forward. torch's own GradScaler is not used: its rules differ (backoff 0.5 without a threshold or a
-floor, growth after 2000 steps).
+where matmuls run in fp16 and LayerNorm, softmax and the residual stream stay fp32, and an update's
+micro-batch gradients are summed in fp32 (fairseq sums them in fp16). The optimizer updates fp32
+weights in both, from fp16-computed gradients under the same scale rules; autocast overflows less
+often. torch's GradScaler is not used: its rules differ (initial scale 2**16, growth every 2000
+steps, no threshold, no floor that stops the run).
 """
 import dataclasses
 from contextlib import nullcontext
