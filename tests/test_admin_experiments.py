@@ -115,15 +115,16 @@ def test_fit_growth_tells_linear_from_logarithmic():
 
 
 # ---- Tables 1-2 and the grid from fabricated runs ----
-def fabricate(root, run, valid, bleu, diverged=False):
-    """metrics.csv (one row per valid loss; a final diverged row) and bleu.csv / bleu_avg2.csv."""
+def fabricate(root, run, valid, bleu, diverged=False, reason=None):
+    """metrics.csv (one row per valid loss; a final diverged row, with its reason where given) and
+    bleu.csv / bleu_avg2.csv."""
     (root / "train" / run).mkdir(parents=True)
     (root / "eval" / run).mkdir(parents=True)
     rows = [{"epoch": e, "updates": 10 * e, "valid_loss": v, "diverged": 0, "checkpoint": f"checkpoints/epoch{e}.pt"}
             for e, v in enumerate(valid, start=1)]
     if diverged:
         rows.append({"epoch": len(rows) + 1, "updates": 10 * len(rows) + 5, "valid_loss": math.nan, "diverged": 1,
-                     "checkpoint": ""})
+                     "checkpoint": "", **({"diverged_reason": reason} if reason else {})})
     pd.DataFrame(rows).to_csv(root / "train" / run / "metrics.csv", index=False)
     scores = pd.DataFrame({"epoch": range(1, len(valid) + 1), "bleu": [bleu] * len(valid)})
     scores.to_csv(root / "eval" / run / "bleu.csv", index=False)
@@ -141,11 +142,15 @@ def runs(tmp_path):
         fabricate(tmp_path, f"iw_pre_{seed}", [5, 4], bleu)
     fabricate(tmp_path, "iw_post_1", [5, 4], 31)
     fabricate(tmp_path, "iw_post_2", [9], 0, diverged=True)
+    fabricate(tmp_path, "post12", [8], 0, diverged=True, reason="minimum loss scale reached (0.0001)")
     return tmp_path
 
 
 def test_run_outcome(runs):
     assert run_outcome(runs, "post18")["status"] == "diverged"
+    assert run_outcome(runs, "post18")["diverged_reason"] == ""  # metrics from before the column
+    assert run_outcome(runs, "post12")["diverged_reason"] == "minimum loss scale reached (0.0001)"
+    assert run_outcome(runs, "pre6")["diverged_reason"] == ""
     assert run_outcome(runs, "hybrid18", converged_below=7)["status"] == "not converged"
     assert run_outcome(runs, "hybrid18")["status"] == "converged"  # no threshold: only explosions fail
     ok = run_outcome(runs, "pre6", converged_below=7)

@@ -170,6 +170,22 @@ def test_divergence_is_recorded_not_raised(toy_data, tmp_path):
     assert pd.isna(m.checkpoint.iloc[-1]) and pd.isna(m.valid_loss.iloc[-1])
 
 
+def test_divergence_is_checked_on_a_schedule_of_updates_whatever_the_log_interval(toy_data, tmp_path):
+    """Progress lines every update, every few seconds or never: the same verdict at the same update."""
+    columns = DETERMINISTIC + ["diverged", "diverged_reason"]
+    runs = []
+    for log_interval in (0.0, 1e-9, 1e9):
+        cfg = TrainConfig(**{**TINY, "log_interval": log_interval}, optimizer="sgd", lr=1e6, schedule="constant",
+                          epochs=3, divergence_interval=3)
+        train(cfg, toy_data, tmp_path / str(log_interval))
+        runs.append(pd.read_csv(tmp_path / str(log_interval) / "metrics.csv")[columns])
+    for m in runs[1:]:
+        pd.testing.assert_frame_equal(runs[0], m)
+    diverged = runs[0].iloc[-1]
+    assert diverged.diverged == 1 and diverged.updates % 3 == 0 and len(runs[0]) == 1  # within round 1
+    assert "is not finite" in diverged.diverged_reason or "above divergence_factor" in diverged.diverged_reason
+
+
 def test_update_freq_accumulates_batches_into_one_update(toy_data, tmp_path):
     from lnrepro.core.batching import make_batches
     from lnrepro.core.data import ParallelData

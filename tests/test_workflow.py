@@ -225,6 +225,23 @@ def test_paper_batch_maps_to_the_runs_gpus(tmp_path, gpus, update_freq):
     assert "--update-tokens" not in command
 
 
+def test_liu_runs_train_in_fp16_as_clinics_recipes_and_xiongs_in_fp32(tmp_path):
+    workflow_copy(tmp_path)
+    runs = ("train/liu_iwslt_admin_seed1", "train/liu_grid_pre_5e-4_b0.99", "train/adam_5e-4_warm4000",
+            "pretrain/bert_preln")
+    proc = snakemake(tmp_path, *(f"results/{run}/metrics.csv" for run in runs), "-n", "-p", "--cores", "1",
+                     "--configfile", "config/config.yaml")
+    lines = proc.stdout.splitlines()
+    command = {run: next(line for line in lines if f"--out results/{run} " in line) for run in runs}
+    clinic = ("--precision fp16 ", "--fp16-scale-window 256 ", "--threshold-loss-scale 0.03125 ")
+    admin_profile = next(line for line in lines if "lnrepro admin-profile" in line)  # the run's own settings
+    for line in (command["train/liu_iwslt_admin_seed1"], command["train/liu_grid_pre_5e-4_b0.99"], admin_profile):
+        assert all(flag in line for flag in clinic)
+    xiong = command["train/adam_5e-4_warm4000"]
+    assert "--precision fp32 " in xiong and "--fp16" not in xiong and "--threshold-loss-scale" not in xiong
+    assert "--precision fp32 " in command["pretrain/bert_preln"]
+
+
 # ---- the demo end to end ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):

@@ -17,7 +17,7 @@ from .plotting import NORM_LABELS
 NORMS = ("post", "pre", "admin")  # row order of the tables
 INIT_LABELS = {"fixup": "FixUp", "looklinear": "LookLinear"}  # Table 2's §5.2 block, in this order
 INIT_BLOCK = "Other initializations (Liu §5.2)"
-COLUMNS = ["table", "row", "column", "run", "status", "bleu", "bleu_std", "seeds", "valid_loss", "epochs", "averaged",
+COLUMNS = ["table", "row", "column", "run", "status", "diverged_reason", "bleu", "bleu_std", "seeds", "valid_loss", "epochs", "averaged",
            "vanishing", "decoder_bottom_over_top"]
 
 

@@ -19,7 +19,8 @@ import pandas as pd  # noqa: E402
 from .outcomes import outcome  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
-COLUMNS = ["norm", "lr", "beta2", "run", "status", "bleu", "valid_loss", "epochs"]
+OUTCOME = ["status", "diverged_reason", "bleu", "valid_loss", "epochs"]  # of each cell's run
+COLUMNS = ["norm", "lr", "beta2", "run", *OUTCOME]
 
 
 def grid_table(spec, runs_dir):
@@ -27,7 +28,7 @@ def grid_table(spec, runs_dir):
     for cell in spec["lr_grid"]["cells"]:
         o = outcome(spec, runs_dir, cell["run"])
         rows.append({"norm": cell["norm"], "lr": cell["lr"], "beta2": cell["beta2"], "run": cell["run"],
-                     **{k: o[k] for k in ("status", "bleu", "valid_loss", "epochs")}})
+                     **{k: o[k] for k in OUTCOME}})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -11,9 +11,11 @@ translation, a fixed number of updates for pre-training. The loop writes ``OUT/m
 batch order, dropout (and masking) are seeded per round, so it ends with the same metrics as an
 uninterrupted one. ``last.pt`` records what it was trained on (settings, digests of the data
 files, model shape, processes): a run that differs in any of them starts afresh and logs why. A
-run whose loss turns NaN/inf or explodes is recorded as diverged: its curve so far plus a final
-row with diverged=1, and the command exits 0. Progress goes to stderr every ``log_interval``
-seconds and at each round's end: round N/M, update N/M of the run, loss, lr, tokens/s, the run's ETA.
+run whose loss turns NaN/inf or explodes (checked every ``divergence_interval`` updates and at each
+round's end), or whose fp16 loss scale reaches its floor (lnrepro.core.precision), is recorded as
+diverged: its curve so far plus a final row with diverged=1 and the reason in diverged_reason, and
+the command exits 0. Progress goes to stderr every ``log_interval`` seconds and at each round's
+end: round N/M, update N/M of the run, loss, lr, tokens/s, the run's ETA.
 """
 import csv
 import dataclasses
@@ -31,7 +33,9 @@ import torch
 import torch.distributed as dist
 
 from .. import __version__
+from .divergence import DivergenceCheck
 from .fairseq_optim import ClinicRAdam, FairseqAdam
+from .precision import FP16_SETTINGS, PRECISIONS, MinimumLossScaleReached, Precision
 from .schedule import SCHEDULES, Schedule
 
 OPTIMIZERS = ("adam", "sgd", "radam")
@@ -44,9 +48,10 @@ CHECKPOINT_FORMAT = 3
 # settings that do not change the result: a run resumes across them
 UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
 # settings added after checkpoints were written (the training cap, the init, the optimizer's
-# implementation): left out at their default, so those checkpoints (their fingerprint, their
-# model_config) still resume
-LATER_DEFAULTS = {"max_rounds": 0, "max_round_updates": 0, "init": "standard", "optimizer_impl": "torch"}
+# implementation, the divergence checks' interval): left out at their default, so those checkpoints
+# (their fingerprint, their model_config) still resume
+LATER_DEFAULTS = {"max_rounds": 0, "max_round_updates": 0, "init": "standard", "optimizer_impl": "torch",
+                  "divergence_interval": 100}
 LN2 = math.log(2)
 
 
@@ -85,9 +90,20 @@ class LoopConfig:
     update_freq: int = setting(1, "micro-batches accumulated per update")
     seed: int = setting(1, "seed of initialization, batch order, dropout (and masking)")
     divergence_factor: float = setting(3.0, "train loss above this times log2(vocab size) counts as diverged")
+    divergence_interval: int = setting(100, "updates between divergence checks (and one at each round's end): "
+                                       "a schedule of updates, so a verdict never depends on machine speed")
     # system
     device: str = setting("auto", "auto (cuda if available), cpu, cuda or a torch device such as cuda:1")
-    bf16: bool = setting(True, "bf16 autocast on CUDA (ignored on CPU)")
+    precision: str = setting("fp32", "fp32; bf16 autocast; fp16 autocast with fairseq's dynamic loss scaling "
+                             "(lnrepro.core.precision), on any device", PRECISIONS)
+    fp16_init_scale: int = setting(2 ** 7, "fp16: the initial loss scale (fairseq's --fp16-init-scale)")
+    fp16_scale_window: int = setting(0, "fp16: updates without an overflow before the scale doubles; 0 = fairseq's "
+                                     "default, 2**14 / (processes x update_freq)")
+    fp16_scale_tolerance: float = setting(0.0, "fp16: the fraction of updates since the last rescale that may "
+                                          "overflow before the scale halves (fairseq's default 0: every overflow)")
+    threshold_loss_scale: float = setting(0.0, "fp16: the scale never halves below this; 0 = no threshold")
+    min_loss_scale: float = setting(1e-4, "fp16: an overflow that leaves the scale at or below this stops the "
+                                    "run as diverged")
     compile: bool = setting(False, "torch.compile the model")
     threads: int = setting(0, "torch intra-op threads on CPU; 0 = torch's default")
     log_interval: float = setting(10.0, "seconds between progress lines (in a Snakemake run's terminal: "
@@ -105,6 +121,10 @@ class LoopConfig:
             raise ValueError(f"optimizer_impl={self.optimizer_impl!r}: expected one of {OPTIMIZER_IMPLS}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule={self.schedule!r}: expected one of {SCHEDULES}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision={self.precision!r}: expected one of {PRECISIONS}")
+        if self.divergence_interval < 1:
+            raise ValueError(f"divergence_interval={self.divergence_interval}: expected 1 or more updates")
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -128,10 +148,30 @@ class LoopConfig:
 
 
 def result_settings(config_dict):
-    """What decides a run's result: settings that do not (UNFINGERPRINTED) and later settings at their
-    default (LATER_DEFAULTS: an uncapped run, the standard init) are left out, so fingerprints stay
-    those of the versions before them."""
-    return {k: v for k, v in without_later_defaults(config_dict).items() if k not in UNFINGERPRINTED}
+    """What decides a run's result: settings that do not (UNFINGERPRINTED, the fp16 settings of a run in
+    another precision) and later settings at their default (LATER_DEFAULTS: an uncapped run, the
+    standard init) are left out, so fingerprints stay those of the versions before them."""
+    settings = without_later_defaults(config_dict)
+    unused = () if settings.get("precision") == "fp16" else FP16_SETTINGS
+    return {k: v for k, v in settings.items() if k not in UNFINGERPRINTED + unused}
+
+
+def with_precision(config_dict):
+    """A train_config written before `precision`, with the precision it trained in: its `bf16` autocast
+    bf16 on CUDA and was ignored on CPU (so every device-cpu run, the demo's, trained in fp32)."""
+    if "bf16" not in config_dict:
+        return config_dict
+    bf16 = config_dict["bf16"] and config_dict.get("device") != "cpu"
+    return {**{k: v for k, v in config_dict.items() if k != "bf16"}, "precision": "bf16" if bf16 else "fp32"}
+
+
+def same_settings(state, cfg):
+    """Whether a saved state was trained with cfg's settings: its fingerprint, or for a state from before
+    `precision` (whose fingerprint hashed `bf16`) its settings read with the precision it trained in."""
+    if state.get("fingerprint") == cfg.fingerprint():
+        return True
+    old = state.get("train_config", {})
+    return "bf16" in old and result_settings(with_precision(old)) == cfg.settings()
 
 
 def without_later_defaults(config_dict):
@@ -237,8 +277,8 @@ def write_csv(rows, path, columns):
 
 
 def metric_columns(valid_columns):
-    return (["epoch", "updates", "train_loss", "train_nll", *valid_columns, "lr", "grad_norm", "tokens_per_s",
-             "wall_s", "diverged", "capped", "checkpoint"])
+    return (["epoch", "updates", "train_loss", "train_nll", *valid_columns, "lr", "grad_norm", "loss_scale",
+             "tokens_per_s", "wall_s", "diverged", "diverged_reason", "capped", "checkpoint"])
 
 
 def data_files(data_dir):
@@ -276,8 +316,8 @@ def stale_reason(state, cfg, world, identity):
         return f"was written by an older version of lnrepro (checkpoint format {fmt}, now {CHECKPOINT_FORMAT})"
     if state.get("world", 1) != world:  # it sets the batch of every update
         return f"was trained by {state.get('world', 1)} process(es), this run has {world}"
-    if state.get("fingerprint") != cfg.fingerprint():
-        keys = differing(result_settings(state.get("train_config", {})), cfg.settings())
+    if not same_settings(state, cfg):
+        keys = differing(result_settings(with_precision(state.get("train_config", {}))), cfg.settings())
         return f"was trained with other settings ({differ(keys) if keys else 'fingerprint differs'})"
     if identity is None:
         return None
@@ -372,6 +412,7 @@ def fit(cfg: LoopConfig, task, out_dir):
     torch.manual_seed(cfg.seed)
     model = task.build_model().to(device)
     optimizer = build_optimizer(cfg, model.parameters())
+    mixed = Precision(cfg, device, env.world)
     rows, updates, start_epoch = [], 0, 1
     # rank 0 decides and removes stale state first; hashing the data once per run start
     identity = {"data": task.data_identity(), "model_config": dataclasses.asdict(model.cfg)} if main_process else None
@@ -382,20 +423,18 @@ def fit(cfg: LoopConfig, task, out_dir):
     if state:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        mixed.load_state_dict(state.get("loss_scaler"))
         rows, updates, start_epoch = state["metrics"], state["updates"], state["epoch"] + 1
     step_model = env.wrap(torch.compile(model) if cfg.compile else model)
-    use_bf16 = cfg.bf16 and device.type == "cuda"
     board = tensorboard_writer(cfg, out_dir) if main_process else None
-
-    def autocast():
-        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
+    autocast = mixed.autocast
 
     log(f"{sum(p.numel() for p in model.parameters()):,} parameters, vocab {task.vocab_size}, "
         f"{updates_per_round} updates/round, {rounds} rounds, device {device}, {env.world} worker(s)")
     if cfg.capped():
         log(f"CAPPED (training_cap): {rounds} of {task.rounds} rounds, {updates_per_round} of "
             f"{task.updates_per_round(per_update)} updates each; a smoke test, not a result")
-    explode_at = cfg.divergence_factor * math.log2(task.vocab_size)
+    watch = DivergenceCheck(cfg.divergence_interval, cfg.divergence_factor * math.log2(task.vocab_size), env, device)
     # workers must all-reduce at the same updates, so with several the progress interval is in updates
     every = max(1, updates_per_round // 10)
 
@@ -412,7 +451,7 @@ def fit(cfg: LoopConfig, task, out_dir):
         loss_sum = torch.zeros((), device=device)
         nll_sum = torch.zeros((), device=device)
         gnorm_sum = torch.zeros((), device=device)
-        ntok, round_updates, diverged = 0, 0, False
+        ntok, round_updates, diverged = 0, 0, ""
         order = task.round_batches(epoch, per_update)
         for u in range(updates_per_round):
             group = order[u * per_update:(u + 1) * per_update]
@@ -424,24 +463,33 @@ def fit(cfg: LoopConfig, task, out_dir):
             lr = schedule(updates, epoch, (cfg.decay_epoch - 1) * updates_per_round)
             for g in optimizer.param_groups:
                 g["lr"] = lr
+            # gradient of (sum of all workers' losses) / (all their tokens); DDP averages over workers
+            normalizer = env.world / group_tokens
             for k, (batch, weight) in enumerate(zip(mine, weights)):
                 sync = env.world == 1 or k == len(mine) - 1  # all-reduce once, after the last micro-batch
                 with (nullcontext() if sync else step_model.no_sync()), autocast():
                     loss, nll = task.loss(step_model, batch, device)
-                # gradient of (sum of all workers' losses) / (all their tokens); DDP averages over workers
-                (loss * (weight * env.world / group_tokens)).backward()
-                loss_sum += weight * loss.detach()
+                (loss * (weight * mixed.loss_factor(normalizer))).backward()
+                part = weight * loss.detach()
+                loss_sum += part
                 nll_sum += weight * nll.detach()
-            gnorm_sum += torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm or float("inf"))
-            optimizer.step()
+                watch.add(part)
+            ntok += group_tokens
+            try:
+                gnorm, step = mixed.finish(model.parameters(), normalizer, cfg.clip_norm)
+            except MinimumLossScaleReached as e:  # every worker: the same all-reduced gradients
+                diverged = str(e)
+                break
+            if step:  # fp16 skips an overflowed update: not counted, the lr schedule stays
+                optimizer.step()
+                gnorm_sum += gnorm
+                updates, round_updates = updates + 1, round_updates + 1
             optimizer.zero_grad(set_to_none=True)
-            updates, round_updates, ntok = updates + 1, round_updates + 1, ntok + group_tokens
+            diverged = watch.after_update(group_tokens, u + 1, u == updates_per_round - 1)
+            if diverged:
+                break
             if progress_due(u, last_log):
-                mean_loss = env.total(loss_sum).item() / ntok / LN2  # the only host sync, every few seconds
-                # every worker reaches the same verdict from the same all-reduced loss
-                if not math.isfinite(mean_loss) or mean_loss > explode_at:
-                    diverged = True
-                    break
+                mean_loss = env.total(loss_sum).item() / ntok / LN2  # a host sync every few seconds
                 last_log = time.time()
                 # the format lnrepro's Snakefile (workflow/lib/run_progress.py) shows in the terminal
                 log(f"epoch {epoch}/{rounds} | update {updates}/{clock.total} | loss {mean_loss:.3f} | "
@@ -449,10 +497,12 @@ def fit(cfg: LoopConfig, task, out_dir):
         wall = time.time() - t0
         row = {"epoch": epoch, "updates": updates, "train_loss": env.total(loss_sum).item() / ntok / LN2,
                "train_nll": env.total(nll_sum).item() / ntok / LN2, "lr": lr,
-               "grad_norm": gnorm_sum.item() / round_updates, "tokens_per_s": ntok / wall, "wall_s": wall,
-               "diverged": int(diverged), "capped": int(cfg.capped())}
+               "grad_norm": gnorm_sum.item() / round_updates if round_updates else float("nan"),
+               "loss_scale": mixed.scaler.loss_scale if mixed.scaler else "", "tokens_per_s": ntok / wall,
+               "wall_s": wall, "diverged": int(bool(diverged)), "diverged_reason": diverged,
+               "capped": int(cfg.capped())}
         if diverged:
-            log(f"epoch {epoch}/{rounds} DIVERGED (train loss {row['train_loss']}); recording the curve so far")
+            log(f"epoch {epoch}/{rounds} DIVERGED at update {updates} ({diverged}); recording the curve so far")
             rows.append({**row, **{c: float("nan") for c in task.valid_columns}, "checkpoint": ""})
             break
         model.eval()
@@ -462,13 +512,13 @@ def fit(cfg: LoopConfig, task, out_dir):
         row["checkpoint"] = f"checkpoints/epoch{epoch}.pt"
         rows.append(row)
         log(f"epoch {epoch}/{rounds} done | train {row['train_loss']:.3f} | valid {row['valid_loss']:.3f} | "
-            f"gnorm {row['grad_norm']:.3f} | {row['tokens_per_s']:,.0f} tok/s | {wall:.1f}s | "
+            f"gnorm {row['grad_norm']:.3f} | {scale_text(mixed)}{row['tokens_per_s']:,.0f} tok/s | {wall:.1f}s | "
             f"run eta {clock.eta(updates)}")
         if board:
             for key in ("train_loss", "valid_loss", "lr", "grad_norm", "tokens_per_s"):
                 board.add_scalar(key, row[key], epoch)
         if main_process:
-            save_round(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, env.world, identity["data"])
+            save_round(model, optimizer, mixed, cfg, rows, epoch, updates, ckpt_dir, env.world, identity["data"])
             write_csv(rows, out_dir / "progress.csv", columns)
         env.barrier()
     if main_process:
@@ -477,13 +527,18 @@ def fit(cfg: LoopConfig, task, out_dir):
     return 0
 
 
-def save_round(model, optimizer, cfg, rows, epoch, updates, ckpt_dir, world, data):
-    """Weights of this round (for evaluation) and the full resumable state with what it was trained
-    on (data: file_digests of the task's files), each written atomically."""
+def scale_text(mixed):
+    return f"loss scale {mixed.scaler.loss_scale:g} | " if mixed.scaler else ""
+
+
+def save_round(model, optimizer, mixed, cfg, rows, epoch, updates, ckpt_dir, world, data):
+    """Weights of this round (for evaluation) and the full resumable state (with fp16's loss scaler) and
+    what it was trained on (data: file_digests of the task's files), each written atomically."""
     model_cfg = dataclasses.asdict(model.cfg)
     atomic_save({"model": model.state_dict(), "model_config": model_cfg, "epoch": epoch, "updates": updates},
                 ckpt_dir / f"epoch{epoch}.pt")
-    atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "model_config": model_cfg,
+    atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "loss_scaler": mixed.state_dict(),
+                 "model_config": model_cfg,
                  "train_config": cfg.as_dict(), "fingerprint": cfg.fingerprint(), "epoch": epoch,
                  "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__, "world": world,
                  "data": data, "format": CHECKPOINT_FORMAT},
