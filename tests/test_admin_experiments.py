@@ -306,6 +306,16 @@ def test_a_known_update_gives_its_norm_and_relative_norms_peak_at_one():
     assert max(grads) == 1 and min(grads) > 0
 
 
+def test_an_update_that_moved_nothing_has_no_relative_norms():
+    """Transformer-Clinic's RAdam takes no step in its first updates: a capped run's two epochs can hold
+    the same weights; their relative update norms are undefined (NaN), not a division by zero."""
+    model = Transformer(tiny(1))
+    rows = pair_rows(model, copy.deepcopy(model), [random_batch()], label_smoothing=0.1)
+    updates = [r for r in rows if r["kind"] == "update"]
+    assert updates and all(r["norm"] == 0 and math.isnan(r["relative"]) for r in updates)
+    assert max(r["relative"] for r in rows if r["kind"] == "gradient") == 1
+
+
 def test_the_mean_gradient_is_the_mean_of_the_batches_gradients():
     model = Transformer(tiny(1))
     batches = [random_batch(0), random_batch(1)]

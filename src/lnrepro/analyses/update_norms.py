@@ -13,6 +13,8 @@ noise); an epoch pair is (i, i+1) for consecutive epoch checkpoints (the trainer
 initialization).
 """
 import json
+import math
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -64,11 +66,12 @@ def mean_gradient(model, batches, label_smoothing):
 
 
 def norm_rows(kind, mats):
-    """One row per matrix: its Frobenius norm, and relative to the largest of `mats`."""
+    """One row per matrix: its Frobenius norm, and relative to the largest of `mats`; NaN where every
+    norm is 0 (no weight moved: Transformer-Clinic's RAdam takes no step in its first updates)."""
     norms = {key: t.norm().item() for key, t in mats.items()}
     top = max(norms.values())
     return [{"kind": kind, "side": side, "sublayer": sub, "matrix": m, "layer": layer, "group": "softmax" if m in SOFTMAX else "other",
-             "norm": n, "relative": n / top} for (side, sub, m, layer), n in norms.items()]
+             "norm": n, "relative": n / top if top else math.nan} for (side, sub, m, layer), n in norms.items()]
 
 
 def pair_rows(before, after, batches, label_smoothing):
@@ -95,8 +98,11 @@ def measure(spec, runs_dir, data):
         if not pairs:
             raise SystemExit(f"{run}: no two consecutive epoch checkpoints")
         for epoch, before, after in pairs:
-            for row in pair_rows(load_model(before), load_model(after), batches, s["label_smoothing"]):
-                rows.append({"run": run, "optimizer": s["optimizer"], "epoch": epoch, **row})
+            pair = pair_rows(load_model(before), load_model(after), batches, s["label_smoothing"])
+            if not any(r["norm"] for r in pair if r["kind"] == "update"):
+                print(f"lnrepro update-norms: WARNING: {run}: no weight changed from epoch {epoch} to {epoch + 1}; "
+                      f"its relative update norms are left empty (NaN)", file=sys.stderr)
+            rows += [{"run": run, "optimizer": s["optimizer"], "epoch": epoch, **row} for row in pair]
     return pd.DataFrame(rows)
 
 
