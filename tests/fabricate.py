@@ -271,6 +271,14 @@ def write_local(directory, name, splits):
     return files
 
 
+def pin_wmt_corpora(corpora, directory, rows=None):
+    """Every WMT14-source corpus of a config (Xiong's wmt14, Liu's wmt14_clinic) pinned to fabricated
+    archives of its own training corpora; the archives they share are the same bytes."""
+    for corpus in corpora.values():
+        if corpus["source"] == "wmt14":
+            pin_archives(corpus, fabricate_wmt(directory, rows, corpus["train_corpora"]))
+
+
 def pin_archives(corpus, archives):
     """The config's archives, each replaced by the fabricated file of the same name."""
     assert [a["url"].rsplit("/", 1)[-1] for a in corpus["archives"]] == [a.name for a in archives]

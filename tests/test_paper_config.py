@@ -53,7 +53,7 @@ import pytest
 import torch
 import yaml
 
-from fabricate import fabricate_iwslt, fabricate_wmt, pin_archives
+from fabricate import fabricate_iwslt, pin_archives, pin_wmt_corpora
 from lnrepro.analyses import probe_gradients as probe
 from lnrepro.training import finetune
 from lnrepro.core.bert import BertClassifier, load_bert
@@ -215,9 +215,8 @@ def on_test_machine(cfg):
 def paper_test_config(inputs, wmt_rows=None):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     pin_archives(cfg["corpora"]["iwslt14"], [fabricate_iwslt(inputs)])
-    for corpus in ("wmt14", "wmt14_clinic"):  # Xiong's and Liu's preparations share their common archives
-        pin_archives(cfg["corpora"][corpus], fabricate_wmt(inputs, wmt_rows, cfg["corpora"][corpus]["train_corpora"]))
-    for corpus in ("iwslt14", "wmt14", "wmt14_clinic"):
+    pin_wmt_corpora(cfg["corpora"], inputs, wmt_rows)
+    for corpus in cfg["corpora"]:
         cfg["corpora"][corpus]["bpe_merges"] = 100
         # an untrained model decodes every sentence to max_len_b: 20 tokens instead of 200
         cfg["corpora"][corpus]["decode"]["max_len_b"] = DECODE_MAX_LEN

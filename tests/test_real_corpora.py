@@ -14,7 +14,7 @@ import yaml
 from lnrepro.core import data
 
 from fabricate import (IWSLT_SETS, IWSLT_SPECIAL, LOCAL, LOCAL_TOK, WMT_TEST, WMT_VALID, debpe, fabricate_iwslt,
-                       fabricate_wmt, iwslt_expected, iwslt_train, lines, make_tgz, pin_archives, plain, read, sgm,
+                       iwslt_expected, iwslt_train, lines, make_tgz, pin_archives, pin_wmt_corpora, plain, read, sgm,
                        sha256, wmt_corpora, wmt_train_rows, write_local)
 from workflow_helpers import ROOT, snakemake, workflow_copy
 
@@ -28,13 +28,12 @@ def paper_config():
     return {"corpora": paper["corpora"]}
 
 
-def derived_config(de_en, fabricate_wmt_archives, local_files, local_tok_files):
+def derived_config(de_en, inputs, local_files, local_tok_files):
     cfg = paper_config()
     pin_archives(cfg["corpora"]["iwslt14"], [de_en])
-    for name in ("wmt14", "wmt14_clinic"):  # Xiong's and Liu's preparations, sharing their common archives
-        pin_archives(cfg["corpora"][name], fabricate_wmt_archives(cfg["corpora"][name]["train_corpora"]))
-    for name in ("iwslt14", "wmt14", "wmt14_clinic"):
-        cfg["corpora"][name]["bpe_merges"] = MERGES[name]
+    pin_wmt_corpora(cfg["corpora"], inputs)
+    for name, corpus in cfg["corpora"].items():
+        corpus["bpe_merges"] = MERGES[name]
     cfg["corpora"]["mine"] = {"source": "local", "files": local_files, "src": "de", "tgt": "en",
                               "bpe_merges": MERGES["mine"], "split_final_period": True}
     cfg["corpora"]["mine_tok"] = {"source": "local", "files": local_tok_files, "tokenized": True,
@@ -55,7 +54,7 @@ def stage(workdir, corpus, name):
 def prepared(tmp_path_factory):
     workdir = workflow_copy(tmp_path_factory.mktemp("real"))
     inputs = tmp_path_factory.mktemp("inputs")
-    cfg = derived_config(fabricate_iwslt(inputs), lambda corpora: fabricate_wmt(inputs, train_corpora=corpora),
+    cfg = derived_config(fabricate_iwslt(inputs), inputs,
                          write_local(inputs, "mine", LOCAL), write_local(inputs, "mine_tok", LOCAL_TOK))
     (workdir / "real.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
     targets = [f"results/data/{c}/bpe{m}/bin/dict.txt" for c, m in MERGES.items()]
