@@ -1,7 +1,8 @@
-"""Claims logic on small fabricated metrics and results tables: each kind's number and pass/fail,
-the paper's range beside ours, and the demo's ranges tied to the paper config's."""
+"""Claims logic on small fabricated metrics and results tables: each kind's number and verdict on the
+paper's range and on a scaled one, what cannot be measured, and config/claims.yaml against the configs."""
 import json
 import math
+import re
 from argparse import Namespace
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from lnrepro.analyses import claims
+from lnrepro.analyses import claims, verdicts
 from workflow_helpers import ROOT, snakemake, workflow_copy
 
 DIVERGED = None  # a run that diverged in its first epoch: no value at all
@@ -68,6 +69,9 @@ GAP_BEST = {**GAP, "at": "best"}
 GAP_EPOCH1 = {**GAP_LOSS, "a": "post", "b": "pre", "at": 1, "min": 0}  # Liu Fig 1: who starts faster
 TWO_SIDED = {"kind": "gap", "metric": "bleu", "a": "pre", "b": "post", "min": -1, "max": 2}
 SOONER = {"kind": "sooner", "metric": "valid_loss", "a": "pre", "b": "post", "max": 0.8}
+LEVEL = {"kind": "level", "metric": "bleu", "at": "best", "a": "warm", "min": 33, "max": 35}
+SOONER_AT = {**SOONER, "target": 4, "max": 0.6}  # Xiong Fig 4: Pre-LN's epoch at Post-LN's 4th-epoch value, / 4
+SOONER_LEVEL = {**SOONER, "target": 4.5, "max": 0.8}  # Xiong Fig 5(a): the updates each needs to reach a loss
 DOMINATES = {"kind": "dominates", "metric": "valid_loss", "a": "radam_post", "b": "radam_pre", "c": "adam_pre",
              "d": "radam_pre", "min": 1}
 POST = loss(6.0, 5.0, 4.5, 4.25, 4.0)  # sooner's b: final 4.0 at epoch 5
@@ -117,6 +121,19 @@ CASES = [
                  id="sooner-never-reaches"),
     pytest.param(SOONER, {"runs": {"pre": DIVERGED, "post": POST}}, math.inf, "FAIL", id="sooner-a-diverged"),
     pytest.param(SOONER, {"runs": {"pre": loss(5, 4), "post": DIVERGED}}, NAN, "FAIL", id="sooner-b-diverged-is-nan"),
+    pytest.param(SOONER_AT, {"runs": {"pre": loss(5, 4.25, 4), "post": POST}}, 0.5, "PASS", id="sooner-at-epoch"),
+    pytest.param(SOONER_AT, {"runs": {"pre": loss(5, 4.5, 4.3, 4.25), "post": POST}}, 1.0, "FAIL",
+                 id="sooner-at-epoch-not-sooner"),
+    pytest.param(SOONER_LEVEL, {"runs": {"pre": loss(5, 4.5, 4), "post": POST}}, 2 / 3, "PASS", id="sooner-to-a-level"),
+    pytest.param(SOONER_LEVEL, {"runs": {"pre": loss(5, 4.75, 4.5), "post": POST}}, 1.0, "FAIL",
+                 id="sooner-to-a-level-not-sooner"),
+    pytest.param(SOONER_LEVEL, {"runs": {"pre": loss(4.5), "post": loss(5, 4.75)}}, 0.5, "PASS",
+                 id="sooner-b-never-reaches-the-level-bounds-the-ratio"),
+    pytest.param(SOONER_LEVEL, {"runs": {"pre": loss(5, 4.75), "post": POST}}, math.inf, "FAIL",
+                 id="sooner-a-never-reaches-the-level"),
+    pytest.param(LEVEL, {"runs": {"warm": bleu(30, 34.5, 34)}}, 34.5, "PASS", id="level"),
+    pytest.param(LEVEL, {"runs": {"warm": bleu(20, 31)}}, 31, "FAIL", id="level-below"),
+    pytest.param(LEVEL, {"runs": {"warm": DIVERGED}}, 0, "FAIL", id="level-diverged-is-bleu-0"),
     pytest.param(DOMINATES, {"runs": {"radam_post": loss(4.5), "radam_pre": loss(4), "adam_pre": loss(3.75)}}, 2, "PASS",
                  id="dominates"),
     pytest.param(DOMINATES, {"runs": {"radam_post": loss(4.125), "radam_pre": loss(4), "adam_pre": loss(3.5)}}, 0.25,
@@ -157,19 +174,37 @@ CASES = [
 
 
 @pytest.mark.parametrize("spec, inputs, ours, result", CASES)
-def test_each_kind_passes_and_fails(tmp_path, spec, inputs, ours, result):
+def test_each_kind_passes_and_fails_on_the_papers_range(tmp_path, spec, inputs, ours, result):
     write_runs(tmp_path, inputs.get("runs", {}))
     tables = {name: table for name, table in inputs.items() if name != "runs"}
     row = claims.evaluate({"c": {"paper": "p", **spec}}, tmp_path, tables).iloc[0]
     assert row.ours == pytest.approx(ours, nan_ok=True)
-    assert row.result == result
+    assert row.paper_result == row.scaled_result == result  # no scale: the paper's range at both
+
+
+def unreachable(spec):
+    """A paper range no number can meet: empty."""
+    return {**spec, "min": 1, "max": 0}
+
+
+@pytest.mark.parametrize("spec, inputs, ours, result", CASES)
+def test_each_kind_passes_and_fails_on_a_scaled_range(tmp_path, spec, inputs, ours, result):
+    """The same inputs judged on the case's range given as a scale: the scaled verdict is the case's, the
+    paper verdict (an unreachable paper range) FAILS whatever the scaled one says."""
+    write_runs(tmp_path, inputs.get("runs", {}))
+    tables = {name: table for name, table in inputs.items() if name != "runs"}
+    scale = {"scaled": "a smaller model", "min": spec.get("min"), "max": spec.get("max")}
+    row = claims.evaluate({"c": {"paper": "p", **unreachable(spec), "scale": scale}}, tmp_path, tables).iloc[0]
+    assert row.scaled_ours == pytest.approx(ours, nan_ok=True)
+    assert (row.paper_result, row.scaled_result) == ("FAIL", result)
 
 
 def test_every_kind_and_statistic_has_a_pass_and_a_fail_case():
     seen = {}
     for case in CASES:
         spec, result = case.values[0], case.values[3]
-        key = (spec["kind"], spec.get("statistic"), spec.get("abs"), spec.get("at"), "minus" in spec, "equals" in spec)
+        key = (spec["kind"], spec.get("statistic"), spec.get("abs"), spec.get("at"), "minus" in spec, "equals" in spec,
+               spec.get("target"))
         seen.setdefault(key, set()).add(result)
     kinds = {key[0] for key in seen} | {key[1] for key in seen if key[1]}
     assert kinds == set(claims.KINDS) | {"value", "mean", "min", "max", "last_over_first", "max_over_min",
@@ -184,14 +219,45 @@ def test_range_text(lo, hi, text):
     assert claims.range_text(lo, hi, "none") == text
 
 
+@pytest.mark.parametrize("spec, runs, tables, why", [
+    pytest.param({**SOONER, "target": 15}, {"pre": loss(5, 4), "post": POST}, {}, "post has no valid_loss at epoch 15 (its last: 5)",
+                 id="sooner-at-an-epoch-b-does-not-reach"),
+    pytest.param({**LEVEL, "at": 27}, {"warm": bleu(30, 34)}, {}, "warm has no bleu at epoch 27 (its last: 2)",
+                 id="level-at-an-epoch-the-run-does-not-reach"),
+    pytest.param({**stat("mean"), "select": {"panel": "admin"}}, {}, {"fig3": fig3(p=[1])},
+                 "no rows of fig3 match select {'panel': 'admin'}", id="table-rows-this-config-lacks"),
+])
+def test_what_this_config_cannot_measure_says_so_and_never_passes(tmp_path, spec, runs, tables, why):
+    write_runs(tmp_path, runs)
+    row = claims.evaluate({"c": {"paper": "p", **spec}}, tmp_path, tables).iloc[0]
+    assert (row.paper_result, row.detail) == ("NOT MEASURED", why) and math.isnan(row.ours)
+
+
+def test_a_claim_on_runs_this_config_lacks_is_a_row_that_says_so(tmp_path):
+    write_runs(tmp_path, {"warm": bleu(20, 33), "nowarm": bleu(4, 8)})
+    spec = {"paper": "p", **GAP, "a": "big_warm", "paper_missing": "this config has no run big_warm",
+            "scale": {"scaled": "the demo's runs", "a": "warm"}}
+    row = claims.evaluate({"c": spec}, tmp_path, {}).iloc[0]
+    assert (row.paper_result, row.detail) == ("NOT CONFIGURED", "this config has no run big_warm")
+    assert (row.scaled_result, row.scaled_ours) == ("PASS", 25)
+
+
+def test_a_level_not_at_this_scale_has_only_the_paper_verdict(tmp_path):
+    write_runs(tmp_path, {"warm": bleu(8, 9)})
+    spec = {"paper": "p", **LEVEL, "scale": {"not_at_this_scale": "BLEU ~34 needs d=512"}}
+    row = claims.evaluate({"c": spec}, tmp_path, {}).iloc[0]
+    assert (row.paper_result, row.ours, row.scaled_result) == ("FAIL", 9, "not at this scale")
+    assert row.scaled == "BLEU ~34 needs d=512"
+
+
 def test_curves_that_do_not_pair_up_name_the_claim():
     with pytest.raises(SystemExit, match="claims.unpaired: minus: the rows are not paired"):
         claims.evaluate({"unpaired": {"paper": "p", **MINUS}}, ".", {"fig3": fig3(pre=[1, 2, 3], post=[1, 2])})
 
 
-def test_a_selection_with_no_rows_names_the_claim():
-    spec = {"paper": "p", **stat("mean"), "select": {"panel": "admin"}}
-    with pytest.raises(SystemExit, match="claims.broken"):
+def test_a_selection_on_a_column_the_table_lacks_names_the_claim():
+    spec = {"paper": "p", **stat("mean"), "select": {"norm": "admin"}}
+    with pytest.raises(SystemExit, match="claims.broken: 'norm'"):
         claims.evaluate({"broken": spec}, ".", {"fig3": fig3(p=[1])})
 
 
@@ -204,65 +270,94 @@ def run_command(tmp_path, spec):
     return pd.read_csv(tmp_path / "c.csv", keep_default_na=False), Path(tmp_path / "c.md").read_text()
 
 
-WARMUP = {"paper": "warm-up | essential", "paper_value": 25.5, "figure": "fig2", **GAP, "min": 30}
-GROWS = {"paper": "grows", "figure": "fig3", **stat("last_over_first", min=2)}
+WARMUP = {"paper": "warm-up | essential", "paper_value": 25.5, "figure": "fig2", "place": "Xiong §3.2, Fig 2",
+          **GAP, "min": 30}
+GROWS = {"paper": "grows", "figure": "fig3", "place": "Xiong §3.4, Fig 3", **stat("last_over_first", min=2)}
 
 
-def test_command_writes_csv_and_markdown_grouped_by_figure(tmp_path):
-    scaled = {**WARMUP, "min": 5, "paper_range": [15, None], "scaled": "d=64 models: the gap is smaller"}
+def test_command_writes_both_verdicts_grouped_by_figure(tmp_path):
+    scaled = {**WARMUP, "min": 15, "scale": {"scaled": "d=64 models: the gap is smaller", "min": 5,
+                                              "seed_spread": "25 / 24 / 26, sd 1"}}
     table, md = run_command(tmp_path, {"z_first": WARMUP, "a_second": GROWS, "y_scaled": scaled})
     assert list(table.columns) == claims.COLUMNS
     assert list(table.claim) == ["y_scaled", "z_first", "a_second"]  # fig2 before fig3, then by name
-    assert list(table.result) == ["PASS", "FAIL", "PASS"]
-    assert list(table.paper_range) == [">= 15", ">= 30", ">= 2"]  # without paper_range: the claim's own range
-    assert list(table.tolerance) == [">= 5", ">= 30", ">= 2"]
+    assert list(table.paper_result) == ["PASS", "FAIL", "PASS"]
+    assert list(table.paper_range) == [">= 15", ">= 30", ">= 2"]
+    assert list(table.scaled_range) == [">= 5", ">= 30", ">= 2"]
     assert list(table.scaled) == ["d=64 models: the gap is smaller", "", ""]
-    assert "2 of 3 claims pass" in md and "warm-up \\| essential" in md and "**FAIL**" in md
+    assert "**2 of 3 claims reproduced as the paper states**" in md
+    assert "**At this config's scale: 2 of 3 claims pass**, 1 of them on a scaled range" in md
+    assert "warm-up \\| essential" in md and "**FAIL**" in md
     assert "| " + " | ".join(claims.HEADERS) + " |" in md
-    assert "the rows marked scaled (1 of 3) use a range or setting other than the paper's" in md
-    assert "| y_scaled | fig2 | warm-up \\| essential | 25.5 | >= 15 | 25 | >= 5 | d=64 models: the gap is smaller |" in md
+    assert ("| y_scaled | Xiong §3.2, Fig 2 | warm-up \\| essential | 25.5 | >= 15 | 25 | **PASS** | >= 5 | 25 | **PASS** | "
+            "d=64 models: the gap is smaller (seed spread 25 / 24 / 26, sd 1) |") in md
 
 
 def test_a_table_of_paper_ranges_says_so(tmp_path):
     _, md = run_command(tmp_path, {"z_first": WARMUP})
-    assert "Our ranges are the paper's, as in config/config.yaml" in md and "0 of 1 claims pass" in md
+    assert "**0 of 1 claims reproduced as the paper states**" in md
+    assert "Every claim is checked at the paper's range: this config has no scaled verdicts." in md
 
 
-# ---- the demo's ranges against the paper config's ------------------------------------------------
-def config_claims(name):
-    return yaml.safe_load((ROOT / "config" / name).read_text())["claims"]
+# ---- config/claims.yaml and the configs' scales -----------------------------------------------------
+PAPER_CLAIMS = yaml.safe_load((ROOT / "config" / "claims.yaml").read_text())
+DEMO = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())["claims"]
 
 
-DEMO, PAPER = config_claims("demo.yaml"), config_claims("config.yaml")
-SHARED = sorted(set(DEMO) & set(PAPER))
-MEASURED = ("kind", "metric", "a", "b", "c", "d", "abs", "at", "source", "select", "divide_by", "statistic", "x", "y")
-
-
-@pytest.mark.parametrize("name", SHARED)
-def test_demo_paper_range_is_the_paper_configs_range(name):
-    assert DEMO[name].get("paper_range") == claims.own_range(PAPER[name])
+def test_the_paper_config_scales_no_claim():
+    assert "claims" not in yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
 
 
 @pytest.mark.parametrize("name", sorted(DEMO))
-def test_a_demo_claim_off_the_papers_range_or_setting_says_why(name):
-    spec = DEMO[name]
-    other_setting = name in PAPER and any(spec.get(k) != PAPER[name].get(k) for k in MEASURED)
-    if claims.paper_range(spec) != claims.own_range(spec) or other_setting:
-        assert spec.get("scaled", "").strip()
+def test_a_demo_scale_names_a_paper_claim_and_changes_something_or_says_why_not(name):
+    assert name in PAPER_CLAIMS["claims"]
+    scale = DEMO[name]
+    changes = set(scale) - {"scaled", "seed_spread", "note", "not_at_this_scale"}
+    assert bool(changes) == ("scaled" in scale)
+    assert not ("not_at_this_scale" in scale and changes)
+
+
+def test_every_level_is_not_at_the_demos_scale():
+    """A level (the paper's own BLEU or loss) cannot be compared to at d=64: no scaled verdict."""
+    levels = [n for n, c in PAPER_CLAIMS["claims"].items() if c["kind"] == "level" or n.startswith("level_")]
+    assert len(levels) >= 17
+    assert all("not_at_this_scale" in DEMO.get(n, {}) for n in levels)
 
 
 def test_identities_of_layer_norm_are_no_claims():
     """Lemma 3 holds for any input of F.layer_norm: a theory sanity check, not a claim on our code."""
-    for specs in (DEMO, PAPER):
-        assert not [n for n, s in specs.items() if s.get("select", {}).get("check") == "lemma3"]
+    claims_ = list(PAPER_CLAIMS["claims"].values()) + list(DEMO.values())
+    assert not [s for s in claims_ if (s.get("select") or {}).get("check") == "lemma3"]
 
 
-def test_a_range_off_the_paper_range_without_a_reason_is_a_config_error(tmp_path):
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["claims"]["warmup_essential_adam_5e-4"].pop("scaled"),
+     "claims.warmup_essential_adam_5e-4: min differ from config/claims.yaml's claim; say why in `scaled`"),
+    (lambda c: c["claims"].update(warmup_esential_sgd={"note": "x"}),
+     "claims.warmup_esential_sgd: not a claim of config/claims.yaml (did you mean 'warmup_essential_sgd'?)"),
+    (lambda c: c["claims"]["level_preln_bleu"].update(min=1),
+     "claims.level_preln_bleu: not_at_this_scale gives no scaled verdict"),
+])
+def test_a_scale_without_a_reason_or_of_no_claim_is_a_config_error(tmp_path, edit, message):
     workflow_copy(tmp_path)
     cfg = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
-    del cfg["claims"]["warmup_essential_adam_5e-4"]["scaled"]
+    edit(cfg)
     (tmp_path / "edited.yaml").write_text(yaml.safe_dump(cfg))
     proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", "edited.yaml", check=False)
     assert proc.returncode != 0
-    assert "claims.warmup_essential_adam_5e-4: its range [min, max]" in proc.stdout + proc.stderr
+    assert message in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_the_readmes_verdict_table_is_the_committed_verdicts():
+    """README "What the demo does not reproduce" is written by `lnrepro verdicts` from the demo's
+    claims.csv; its claims are those tests/demo_verdicts.csv says FAIL at the demo's scale."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split(verdicts.BEGIN)[1].split(verdicts.END)[0]
+    committed = pd.read_csv(ROOT / "tests" / "demo_verdicts.csv", keep_default_na=False)
+    failed = sorted(committed.claim[committed.scaled_result == "FAIL"])
+    assert sorted(re.findall(r"^\| `([^`]+)` \|", section, flags=re.M)) == failed
+    assert f"These {len(failed)} FAIL at its scale" in section
+    for claim, note in zip(committed.claim, committed.note):
+        if claim in failed:
+            assert note and note in section, claim

@@ -16,6 +16,7 @@ import torch
 import yaml
 
 import browser
+from lnrepro.analyses import verdicts
 from workflow_helpers import ROOT, snakemake, workflow_copy
 
 
@@ -52,7 +53,7 @@ def planned_jobs(dry_run_output):
     (lambda c: c["gradient_probe"].update(run="sgd_5e-3_nowarm"), "gradient_probe.run"),
     (lambda c: c["theory"].update(dmodel=64), "dmodel"),
     (lambda c: c["claims"]["preln_faster"].update(tolerance=0.1), "tolerance"),
-    (lambda c: c["claims"]["preln_faster"].update(kind="faster"), "faster"),
+    (lambda c: c["claims"]["preln_faster"].update(metric="faster"), "faster"),
     (lambda c: c["bert"]["runs"]["bert_preln"].update(norm="admin"), "admin"),
     (lambda c: c["bert"]["runs"]["bert_preln"].update(corpus="wiki"), "bert.runs.bert_preln.corpus"),
     (lambda c: c["bert"]["fig5"]["runs"].append("bert_big"), "bert_big"),
@@ -430,45 +431,51 @@ def test_demo_theory_checks_match_the_lemmas(demo):
     assert (demo / "results" / "figures" / "theory.pdf").read_bytes()[:5] == b"%PDF-"
 
 
-# The claims the demo's scale cannot show (README, "What the demo does not reproduce"): they must
-# FAIL, and every other claim must PASS. A change of verdict either way is a finding to explain.
-DEMO_DOES_NOT_REPRODUCE = {
-    "preln_without_warmup_comparable": "Post-LN with warm-up has not converged after 8 epochs (BLEU ~9 vs ~35)",
-    "radam_little_difference_for_preln": "RAdam's linear decay still lags Adam's Pre-LN run after 8 epochs",
-    "fig5_preln_finetunes_as_well_mrpc": "the 4-layer BERT's fine-tuned accuracy differs by less than its seed noise",
-    "fig5_preln_finetunes_as_well_rte": "as MRPC",
-    "liu_admin_converges_in_every_cell": "the 4+4 Admin fails at lr 3e-2, beta2 0.99 like Post-LN",
-    "liu_fig1_preln_faster_early_6L": "the 2-layer Post-LN leads Pre-LN from the first epoch (seeds 1 and 2)",
-    "liu_fig1_admin_ends_better_than_preln_6L": "after 3 epochs the 2-layer Admin is still behind Pre-LN (seeds 1 and 2)",
-    "liu_postln_diverges_12L": "the demo's 12-layer stand-in (4+4) Post-LN still trains; it fails at 8+8",
-    "liu_fixup_diverges_18L": "the 8+8 FixUp trains in fp32 and ends below Admin (Liu: half precision and dropout may be what destabilizes it)",
-    "liu_fig9_admin_as_fast_as_preln_18L": "with the authors' profiling pass the 8+8 Admin's top omegas are smaller and its first epoch "
-                                           "lags Pre-LN by 0.12 bits (the omega = 1 pass gave 0.06)",
+# The effects the demo is meant to show, each reproduced as the paper states it (the paper's own range,
+# not a scaled one): Post-LN needs the warm-up (SGD) and is sensitive to it (lr 5e-4), Pre-LN is faster
+# on the WMT-shaped runs, a small fixed lr helps Post-LN, Fig 3's gradient trends, the theory, and
+# Liu's deep Post-LN failing where Pre-LN and Admin train.
+DEMO_SHOWS_AS_THE_PAPER_STATES = {
+    "warmup_essential_sgd", "warmup_sensitivity_5e-4", "preln_faster_wmt", "small_fixed_lr_beats_no_warmup",
+    "small_fixed_lr_slower_than_warmup", "fig3_postln_w1_grows_with_layer", "fig3_postln_w2_grows_with_layer",
+    "fig3_preln_w1_flat", "fig3_preln_w2_flat", "fig3_after_warmup_small", "fig3_postln_last_layer_constant",
+    "fig3_preln_last_layer_decreases", "lemma2_postln", "lemma2_preln", "theorem1_postln_independent_of_depth",
+    "theorem1_preln_scales_inverse_sqrt_depth", "admin_trains_deep_post_ln", "preln_trains_deep",
+    "liu_looklinear_diverges_18L", "liu_preln_converges_in_every_cell", "liu_postln_fails_in_some_cells",
+    "liu_fig1_preln_ends_worse_6L", "liu_fig1_admin_as_fast_as_preln_6L",
 }
+# and, at its scale (config/demo.yaml says why each range or setting differs): the warm-up's BLEU gaps
+# and Pre-LN reaching Post-LN's final loss sooner, on IWSLT-shaped data and in BERT
+DEMO_SHOWS_AT_ITS_SCALE = {"warmup_essential_adam_5e-4", "warmup_essential_adam_1e-3", "warmup_sensitivity_1e-3",
+                           "preln_faster", "bert_preln_faster", "preln_robust_without_warmup"}
 
 
 @pytest.mark.slow
-def test_demo_claims_table_has_the_verdicts_the_demo_shows(demo):
-    cfg = demo_config()
-    table = pd.read_csv(demo / "results" / "claims.csv")
-    assert sorted(table.claim) == sorted(cfg["claims"])
-    assert set(table.result) <= {"PASS", "FAIL"}
-    failed = table[table.result == "FAIL"]
-    assert sorted(failed.claim) == sorted(DEMO_DOES_NOT_REPRODUCE), table[["claim", "ours", "tolerance", "result"]].to_string()
+def test_demo_shows_the_papers_effects(demo):
+    table = pd.read_csv(demo / "results" / "claims.csv").set_index("claim")
+    assert (table.loc[sorted(DEMO_SHOWS_AS_THE_PAPER_STATES), "paper_result"] == "PASS").all()
+    assert (table.loc[sorted(DEMO_SHOWS_AT_ITS_SCALE), "scaled_result"] == "PASS").all()
+
+
+@pytest.mark.slow
+def test_demo_verdicts_are_the_committed_ones(demo):
+    """Every claim's two verdicts, compared with tests/demo_verdicts.csv: a changed verdict is a diff in
+    that file, regenerated with the command in lnrepro/analyses/verdicts.py, its reason in the commit."""
+    table = pd.read_csv(demo / "results" / "claims.csv", keep_default_na=False, na_values=[""])
+    ours = verdicts.expected(table)
+    committed = pd.read_csv(ROOT / "tests" / "demo_verdicts.csv", keep_default_na=False, na_values=[""]).fillna("")
+    assert ours.to_dict("records") == committed.to_dict("records"), ours.compare(committed).to_string()
     md = (demo / "results" / "claims.md").read_text()
-    assert f"{len(table) - len(failed)} of {len(table)} claims pass" in md
+    assert f"**{int((table.paper_result == 'PASS').sum())} of {len(table)} claims reproduced as the paper states**" in md
 
 
 @pytest.mark.slow
-def test_a_claim_whose_runs_are_not_configured_is_left_out(demo):
-    cfg = demo_config()
-    cfg["claims"]["bert_large_faster"] = {"paper": "BERT-large: Pre-LN sooner", "kind": "sooner",
-                                          "metric": "valid_loss", "a": "bert_large_pre", "b": "bert_large_post", "max": 0.7}
-    out = snakemake(demo, "-n", "--cores", "2", "--configfile", write_config(demo, cfg)).stdout
-    assert "check_claims" not in planned_jobs(out)  # its params are unchanged: the claim is absent
-    cfg["claims"]["bert_large_faster"].update(a="preln_5e-4_nowarm", b="adam_5e-4_warm4000")
-    out = snakemake(demo, "-n", "--cores", "2", "--configfile", write_config(demo, cfg)).stdout
-    assert "check_claims" in planned_jobs(out)
+def test_a_claim_whose_runs_are_not_configured_is_a_row_that_says_so(demo):
+    """preln_robust_without_warmup reads the paper config's lr 5e-4 cells; the demo's grid has others."""
+    row = pd.read_csv(demo / "results" / "claims.csv").set_index("claim").loc["preln_robust_without_warmup"]
+    assert row.paper_result == "NOT CONFIGURED"
+    assert row.detail == "this config has no run liu_grid_post_5e-4_b0.99, liu_grid_pre_5e-4_b0.99"
+    assert row.scaled_result == "PASS"
 
 
 @pytest.mark.slow

@@ -1,20 +1,26 @@
-"""The claims table: each claim of the paper, the number it reports, ours, the tolerance, pass/fail.
+"""The claims table: each claim of the papers, the number it reports, ours, and two verdicts.
 
-Claims are data (the config's ``claims:`` section); each names a kind, the inputs it compares
-and an accepted range ``[min, max]`` for our number. Kinds:
+Claims are data (config/claims.yaml); each names a kind, the inputs it compares and the paper's
+range ``[min, max]`` for our number. Kinds:
 - ``gap``: metric(a) - metric(b) of two runs (|...| with ``abs: true``), at the final or best epoch
   or at a given epoch (``at: 1``: how fast each run starts);
-- ``sooner``: the first epoch at which run a is as good as run b's final value, over b's epochs
-  (NaN when b has no value: nothing to reach, no epochs to count);
+- ``level``: metric(a) itself, at the final or best epoch or a given one (a paper's own number);
+- ``sooner``: how much sooner run a reaches a target than run b: with ``target: final`` (default) a's
+  first epoch at b's final value over b's epochs; ``target: N`` (an int) b's value at its epoch N, a's
+  first epoch there over N; ``target: X`` (a float) a level both must reach, a's first epoch over
+  b's (b never reaching it: over b's epochs, an upper bound);
 - ``dominates``: |metric(a) - metric(b)| / |metric(c) - metric(d)|, one change against another;
-- ``table``: a statistic of selected rows of a results table (``fig3``, ``theory``): value, mean,
-  last_over_first, max_over_min, fit_exponent, cv (coefficient of variation: sd / mean, how
-  unequal the values are whatever their scale); ``divide_by`` divides by the same statistic of
-  other rows.
-A run's missing value (it diverged before any checkpoint) counts as the worst: BLEU 0, loss inf.
+- ``table``: a statistic of selected rows of a results table (``fig3``, ``theory``, ...): value, mean,
+  min, max, last_over_first, max_over_min, fit_exponent, cv (coefficient of variation: sd / mean);
+  ``divide_by`` divides by the same statistic of other rows, ``minus`` subtracts rows paired on x.
+A run's missing value where it diverged counts as the worst: BLEU 0, loss inf.
 
-``paper_range: [lo, hi]`` is the range a reproduction at the paper's scale must meet (default: the
-claim's own); a claim checked with another range, or in another setting, says why in ``scaled``.
+Two verdicts per claim. The **paper** verdict measures as the paper does and judges on its range.
+A config whose scale cannot reach that range overrides the claim under ``scale`` (its own
+``claims:`` entry): another range or setting and why (``scaled``), giving the **scaled** verdict;
+``not_at_this_scale`` (a level such as BLEU ~34 at d=64) gives none. A claim the config cannot
+measure (a run it lacks, an epoch its runs do not reach, a table row it lacks) says so in its
+verdict: it is never dropped and never passes.
 """
 import json
 import math
@@ -24,25 +30,39 @@ import numpy as np
 import pandas as pd
 
 HIGHER_IS_BETTER = {"bleu": True, "valid_loss": False, "valid_nll": False, "train_loss": False, "train_nll": False}
-# CSV columns and the markdown's headers; `tolerance` and `detail` keep their names for readers of the CSV
-COLUMNS = ["claim", "figure", "paper", "paper_value", "paper_range", "ours", "tolerance", "scaled", "result", "detail"]
-HEADERS = ["claim", "figure", "the paper says", "paper value", "paper's range", "ours", "our range (accepted)",
-           "scaled", "result", "how"]
+COLUMNS = ["claim", "figure", "place", "paper", "paper_value", "paper_range", "ours", "paper_result", "scaled_range",
+           "scaled_ours", "scaled_result", "scaled", "seed_spread", "note", "detail", "scaled_detail"]
+HEADERS = ["claim", "where", "the paper says", "paper value", "paper's range", "ours", "paper verdict",
+           "scaled range", "ours (scaled)", "scaled verdict", "why scaled (seed spread)", "how"]
 RUN_KEYS = ("a", "b", "c", "d")
+PASS, FAIL = "PASS", "FAIL"
+NOT_AT_THIS_SCALE = "not at this scale"
+
+
+class NotMeasured(Exception):
+    """This config cannot take the claim's measurement: an epoch its run does not reach, a row it lacks."""
+
+
+def read_metrics(runs_dir, run, metric):
+    """The table a run's metric is in. A BERT pre-training run (results/pretrain/) counts rounds as epochs."""
+    runs_dir = Path(runs_dir)
+    if metric == "bleu":
+        return pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
+    if (runs_dir / "pretrain" / run / "metrics.csv").exists():
+        return pd.read_csv(runs_dir / "pretrain" / run / "metrics.csv")
+    return pd.read_csv(runs_dir / "train" / run / "metrics.csv")
 
 
 def curve(runs_dir, run, metric):
-    """(epochs, values) of one run's metric, diverged rows and missing values dropped. A BERT
-    pre-training run (results/pretrain/) counts its rounds as epochs."""
-    runs_dir = Path(runs_dir)
-    if metric == "bleu":
-        table = pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
-    elif (runs_dir / "pretrain" / run / "metrics.csv").exists():
-        table = pd.read_csv(runs_dir / "pretrain" / run / "metrics.csv")
-    else:
-        table = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
+    """(epochs, values) of one run's metric, diverged rows and missing values dropped."""
+    table = read_metrics(runs_dir, run, metric)
     table = table[table[metric].notna()]
     return table.epoch.to_numpy(), table[metric].to_numpy(dtype=float)
+
+
+def diverged(runs_dir, run):
+    table = read_metrics(runs_dir, run, "valid_loss")
+    return bool("diverged" in table and (table.diverged == 1).any())
 
 
 def worst(metric):
@@ -50,11 +70,14 @@ def worst(metric):
 
 
 def run_value(runs_dir, run, metric, at="final"):
-    """The run's value at its final or best epoch, or at epoch `at` (a number: the worst if the run
-    has no value there, e.g. it diverged before it)."""
+    """The run's value at its final or best epoch, or at epoch `at` (a number). A run that diverged
+    before it has the worst value; one that did not but stopped sooner cannot be measured there."""
     epochs, values = curve(runs_dir, run, metric)
     if isinstance(at, int):
         values = values[epochs == at]
+        if len(values) == 0 and not diverged(runs_dir, run):
+            last = int(epochs.max()) if len(epochs) else 0
+            raise NotMeasured(f"{run} has no {metric} at epoch {at} (its last: {last})")
     if len(values) == 0:
         return worst(metric)
     if at == "best":
@@ -73,19 +96,40 @@ def gap(spec, runs_dir, tables):
     return value, f"{metric} ({at_text(at)}): {spec['a']} {a:.3g}, {spec['b']} {b:.3g}"
 
 
+def level(spec, runs_dir, tables):
+    metric, at = spec["metric"], spec.get("at", "final")
+    value = run_value(runs_dir, spec["a"], metric, at)
+    return value, f"{metric} ({at_text(at)}) of {spec['a']}"
+
+
+def first_reaching(epochs, values, target, metric):
+    reached = values >= target if HIGHER_IS_BETTER[metric] else values <= target
+    return int(epochs[reached.argmax()]) if reached.any() else None
+
+
 def sooner(spec, runs_dir, tables):
-    metric = spec["metric"]
-    b_epochs, b_values = curve(runs_dir, spec["b"], metric)
-    a_epochs, a_values = curve(runs_dir, spec["a"], metric)
-    if len(b_values) == 0:  # b diverged before its first checkpoint: no final value, no epochs to compare with
-        return math.nan, f"{spec['b']} has no {metric}: it diverged before its first checkpoint"
-    target = b_values[-1]
-    reached = a_values >= target if HIGHER_IS_BETTER[metric] else a_values <= target
-    if not reached.any():
-        return math.inf, f"{spec['a']} never reaches {spec['b']}'s final {metric} {target:.3g}"
-    epoch = int(a_epochs[reached.argmax()])
-    return epoch / int(b_epochs[-1]), (f"{spec['a']} reaches {spec['b']}'s final {metric} {target:.3g} "
-                                       f"(epoch {int(b_epochs[-1])}) at epoch {epoch}")
+    metric, target = spec["metric"], spec.get("target", "final")
+    a, b = spec["a"], spec["b"]
+    b_epochs, b_values = curve(runs_dir, b, metric)
+    a_epochs, a_values = curve(runs_dir, a, metric)
+    if len(b_values) == 0:  # b diverged before its first checkpoint: nothing to reach, no epochs to count
+        return math.nan, f"{b} has no {metric}: it diverged before its first checkpoint"
+    if target == "final":
+        value, b_epoch, what = b_values[-1], int(b_epochs[-1]), f"{b}'s final {metric}"
+    elif isinstance(target, int):
+        if target not in b_epochs:
+            raise NotMeasured(f"{b} has no {metric} at epoch {target} (its last: {int(b_epochs[-1])})")
+        value, b_epoch, what = b_values[b_epochs == target][0], target, f"{b}'s {metric} at epoch {target}"
+    else:
+        value, what = float(target), f"{metric} {target:g}"
+        b_epoch = first_reaching(b_epochs, b_values, value, metric)
+    a_epoch = first_reaching(a_epochs, a_values, value, metric)
+    if a_epoch is None:
+        return math.inf, f"{a} never reaches {what} ({value:.3g})"
+    if b_epoch is None:  # b never gets there in its epochs: a's epoch over all of b's bounds the ratio
+        return a_epoch / int(b_epochs[-1]), (f"{a} reaches {what} at epoch {a_epoch}; {b} never does in its "
+                                             f"{int(b_epochs[-1])} epochs (the ratio is at most this)")
+    return a_epoch / b_epoch, f"{a} reaches {what} ({value:.3g}) at epoch {a_epoch}, {b} at epoch {b_epoch}"
 
 
 def dominates(spec, runs_dir, tables):
@@ -137,7 +181,7 @@ def selected(table, where, spec, y, key="select"):
     (so `mean` is the share of rows with that label: the converged cells of a grid, say)."""
     rows = select(table, where)
     if rows.empty:
-        raise ValueError(f"no rows of {spec['source']} match {key} {where}")
+        raise NotMeasured(f"no rows of {spec['source']} match {key} {where}")
     if "equals" in spec:
         return rows.assign(**{y: (rows[y].astype(str) == str(spec["equals"])).astype(float)})
     return rows
@@ -169,88 +213,121 @@ def table_claim(spec, runs_dir, tables):
     return value, detail
 
 
-KINDS = {"gap": gap, "sooner": sooner, "dominates": dominates, "table": table_claim}
+KINDS = {"gap": gap, "level": level, "sooner": sooner, "dominates": dominates, "table": table_claim}
 
 
-def own_range(spec):
+SCALE_ONLY = ("scaled", "seed_spread", "note", "not_at_this_scale")  # a scale's words, not its measurement
+
+
+def range_of(spec):
     return [spec.get("min"), spec.get("max")]
 
 
-def paper_range(spec):
-    """The range a reproduction at the paper's scale must meet: the claim's own unless it says otherwise."""
-    return list(spec.get("paper_range", own_range(spec)))
-
-
-def range_text(lo, hi, unbounded):
+def range_text(lo, hi, unbounded="(reported only)"):
     if lo is not None and hi is not None:
         return f"in [{lo:g}, {hi:g}]"
     return f">= {lo:g}" if lo is not None else f"<= {hi:g}" if hi is not None else unbounded
 
 
-def tolerance_text(spec):
-    return range_text(*own_range(spec), "(reported only)")
-
-
 def passes(value, spec):
-    lo, hi = own_range(spec)
+    lo, hi = range_of(spec)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return False
     return (lo is None or value >= lo) and (hi is None or value <= hi)
 
 
+def scaled_spec(claim):
+    """The claim as this config measures it at its scale: the paper's, with its `scale` entry's changes."""
+    scale = claim.get("scale") or {}
+    return {**claim, **{k: v for k, v in scale.items() if k not in SCALE_ONLY}}
+
+
+def verdict(name, spec, missing, runs_dir, tables):
+    """(value, result, detail) of one measurement: PASS/FAIL, or why this config cannot take it."""
+    if missing:
+        return math.nan, "NOT CONFIGURED", missing
+    try:
+        value, detail = KINDS[spec["kind"]](spec, runs_dir, tables)
+    except NotMeasured as e:
+        return math.nan, "NOT MEASURED", str(e)
+    except (KeyError, ValueError) as e:
+        raise SystemExit(f"claims.{name}: {e}") from e
+    return value, PASS if passes(value, spec) else FAIL, detail
+
+
 def evaluate(claims, runs_dir, tables):
-    """One row per claim, grouped by figure, then by name."""
+    """One row per claim, grouped by figure, then by name. A claim's `paper_missing`/`scaled_missing`
+    (set by the workflow) says which of its runs or tables this config does not define."""
     rows = []
-    for name, spec in sorted(claims.items(), key=lambda kv: (kv[1].get("figure", ""), kv[0])):
-        try:
-            value, detail = KINDS[spec["kind"]](spec, runs_dir, tables)
-        except (KeyError, ValueError) as e:
-            raise SystemExit(f"claims.{name}: {e}") from e
-        rows.append({"claim": name, "figure": spec.get("figure", ""), "paper": spec["paper"],
-                     "paper_value": spec.get("paper_value", ""),
-                     "paper_range": range_text(*paper_range(spec), "(none stated)"), "ours": value,
-                     "tolerance": tolerance_text(spec), "scaled": spec.get("scaled", ""),
-                     "result": "PASS" if passes(value, spec) else "FAIL", "detail": detail})
+    for name, claim in sorted(claims.items(), key=lambda kv: (kv[1].get("figure", ""), kv[0])):
+        scale = claim.get("scale") or {}
+        ours, result, detail = verdict(name, claim, claim.get("paper_missing"), runs_dir, tables)
+        row = {"claim": name, "figure": claim.get("figure", ""), "place": claim.get("place", ""),
+               "paper": claim["paper"], "paper_value": claim.get("paper_value", ""),
+               "paper_range": range_text(*range_of(claim)), "ours": ours, "paper_result": result, "detail": detail,
+               "scaled": scale.get("scaled", scale.get("not_at_this_scale", "")),
+               "seed_spread": scale.get("seed_spread", ""), "note": scale.get("note", "")}
+        if "not_at_this_scale" in scale:
+            row.update(scaled_range="", scaled_ours=math.nan, scaled_result=NOT_AT_THIS_SCALE, scaled_detail="")
+        elif set(scale) - set(SCALE_ONLY):
+            spec = scaled_spec(claim)
+            s_ours, s_result, s_detail = verdict(name, spec, claim.get("scaled_missing"), runs_dir, tables)
+            row.update(scaled_range=range_text(*range_of(spec)), scaled_ours=s_ours, scaled_result=s_result,
+                       scaled_detail=s_detail)
+        else:  # checked at the paper's range here too
+            row.update(scaled_range=row["paper_range"], scaled_ours=ours, scaled_result=result, scaled_detail="")
+        rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def fmt(v):
     if isinstance(v, float):
-        return "inf" if math.isinf(v) else f"{v:.3g}"
+        return "" if math.isnan(v) else "inf" if math.isinf(v) else f"{v:.3g}"
     return str(v)
 
 
-def ranges_sentence(table):
-    """Which ranges these are, told from the claims themselves: the rule passes no config file name, so
-    that running the same claims from another file reruns nothing."""
-    scaled = int((table.scaled != "").sum())
-    if not scaled:
-        return ("Our ranges are the paper's, as in config/config.yaml: what a reproduction at the paper's "
-                "scale should meet.")
-    return (f"Our ranges are those of a config scaled down from the paper's, as config/demo.yaml is for the CPU "
-            f"demo: the rows marked scaled ({scaled} of {len(table)}) use a range or setting other than the "
-            f"paper's, for the reason given; the others use the paper's range.")
+def headline(table):
+    """The paper verdict first ("N of M as the paper states"), then the scaled one."""
+    reproduced = int((table.paper_result == PASS).sum())
+    lines = [f"**{reproduced} of {len(table)} claims reproduced as the paper states** (each on the paper's range)."]
+    other = table[~table.paper_result.isin([PASS, FAIL])]
+    if len(other):
+        lines.append(f"{len(other)} of them could not be measured in this config (NOT CONFIGURED / NOT MEASURED: "
+                     f"a run, epoch or table it lacks): they count as not reproduced.")
+    scaled = table[table.scaled_result != NOT_AT_THIS_SCALE]
+    rescaled = int(((table.scaled != "") & (table.scaled_result != NOT_AT_THIS_SCALE)).sum())
+    if rescaled or len(scaled) < len(table):
+        lines.append(f"**At this config's scale: {int((scaled.scaled_result == PASS).sum())} of {len(scaled)} "
+                     f"claims pass**, {rescaled} of them on a scaled range or setting (column *why scaled*, with "
+                     f"the seed spread it was set from); {len(table) - len(scaled)} have no scaled verdict: "
+                     f"{NOT_AT_THIS_SCALE} (a level this scale cannot be compared to).")
+    else:
+        lines.append("Every claim is checked at the paper's range: this config has no scaled verdicts.")
+    return lines
 
 
 def row_cells(r):
-    return [r.claim, r.figure, r.paper, fmt(r.paper_value), r.paper_range, fmt(r.ours), r.tolerance, r.scaled,
-            f"**{r.result}**", r.detail]
+    why = r.scaled + (f" (seed spread {r.seed_spread})" if r.seed_spread else "")
+    why += (f" Fails here: {r.note}" if r.note else "")
+    return [r.claim, r.place or r.figure, r.paper, fmt(r.paper_value), r.paper_range, fmt(r.ours), f"**{r.paper_result}**",
+            r.scaled_range, fmt(r.scaled_ours), f"**{r.scaled_result}**", why.strip(),
+            r.detail + (f"; scaled: {r.scaled_detail}" if r.scaled_detail else "")]
 
 
 def markdown(table, title):
-    passed = int((table.result == "PASS").sum())
-    lines = [f"# {title}", "", ranges_sentence(table), "", f"{passed} of {len(table)} claims pass.", "",
+    lines = [f"# {title}", "", *headline(table), "",
              "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    for r in table.itertuples():
+    for r in table.fillna("").itertuples():
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in row_cells(r)) + " |")
     return "\n".join(lines) + "\n"
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True, help="JSON: {claim: {kind, paper, ...}} (the config's claims)")
+    p.add_argument("--spec", required=True, help="JSON: {claim: {kind, paper, ..., scale, paper_missing, ...}}")
     p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
     p.add_argument("--tables", nargs="*", default=[], help="NAME=CSV results tables the table claims read")
-    p.add_argument("--title", default="Claims of Xiong et al. 2020, checked on our numbers", help="table title")
+    p.add_argument("--title", default="Claims of Xiong et al. 2020 and Liu et al. 2020, checked on our numbers",
+                   help="table title")
     p.add_argument("--csv", required=True, help="the claims table as CSV")
     p.add_argument("--md", required=True, help="the claims table as Markdown")
 
