@@ -115,20 +115,22 @@ def test_fit_growth_tells_linear_from_logarithmic():
 
 
 # ---- Tables 1-2 and the grid from fabricated runs ----
-def fabricate(root, run, valid, bleu, diverged=False, reason=None):
+def fabricate(root, run, valid, bleu, diverged=False, reason=None, capped=0):
     """metrics.csv (one row per valid loss; a final diverged row, with its reason where given) and
-    bleu.csv / bleu_avg2.csv."""
+    bleu.csv / bleu_avg2.csv (of as many checkpoints as there are, up to 2), as the trainer and
+    lnrepro evaluate write them."""
     (root / "train" / run).mkdir(parents=True)
     (root / "eval" / run).mkdir(parents=True)
-    rows = [{"epoch": e, "updates": 10 * e, "valid_loss": v, "diverged": 0, "checkpoint": f"checkpoints/epoch{e}.pt"}
-            for e, v in enumerate(valid, start=1)]
+    rows = [{"epoch": e, "updates": 10 * e, "valid_loss": v, "diverged": 0, "capped": capped,
+             "checkpoint": f"checkpoints/epoch{e}.pt"} for e, v in enumerate(valid, start=1)]
     if diverged:
         rows.append({"epoch": len(rows) + 1, "updates": 10 * len(rows) + 5, "valid_loss": math.nan, "diverged": 1,
-                     "checkpoint": "", **({"diverged_reason": reason} if reason else {})})
+                     "capped": capped, "checkpoint": "", **({"diverged_reason": reason} if reason else {})})
     pd.DataFrame(rows).to_csv(root / "train" / run / "metrics.csv", index=False)
-    scores = pd.DataFrame({"epoch": range(1, len(valid) + 1), "bleu": [bleu] * len(valid)})
+    scores = pd.DataFrame({"epoch": range(1, len(valid) + 1), "bleu": [bleu] * len(valid), "averaged": 0})
     scores.to_csv(root / "eval" / run / "bleu.csv", index=False)
-    scores.tail(1).assign(bleu=bleu + 1).to_csv(root / "eval" / run / "bleu_avg2.csv", index=False)
+    scores.tail(1).assign(bleu=bleu + 1, averaged=min(2, len(valid)), average_last=2).to_csv(
+        root / "eval" / run / "bleu_avg2.csv", index=False)
 
 
 @pytest.fixture
@@ -156,6 +158,10 @@ def test_run_outcome(runs):
     ok = run_outcome(runs, "pre6", converged_below=7)
     assert (ok["status"], ok["bleu"], ok["valid_loss"], ok["epochs"]) == ("converged", 18, 5.5, 2)
     assert run_outcome(runs, "pre6", average_last=2)["bleu"] == 19  # the averaged model's table
+    assert run_outcome(runs, "pre6", average_last=2)["note"] == ""  # both checkpoints asked for
+    short = run_outcome(runs, "post18", average_last=2)  # one checkpoint, then it diverged
+    assert (short["averaged"], short["average_last"]) == (1, 2)
+    assert short["note"] == "avg of 1 of 2 checkpoints: diverged at update 15"
 
 
 def test_table1_joins_vanishing_with_outcome(runs):
@@ -181,8 +187,9 @@ def test_table2_depth_cells_and_seed_mean(runs):
     seeds = rows[("Pre-LN", "IWSLT")]
     assert (seeds["bleu"], seeds["bleu_std"], seeds["seeds"]) == (31, pytest.approx(math.sqrt(2)), 2)
     assert rows[("Post-LN", "IWSLT")]["status"] == "1/2 failed"
+    assert math.isnan(rows[("Post-LN", "IWSLT")]["bleu_std"])  # one seed has no spread to show
     text = markdown(list(rows.values()), "T2", "")
-    assert "| Post-LN | 20.00 (valid 5.00) | diverged | 31.00 ± 0.00 (1/2 failed) |" in text
+    assert "| Post-LN | 20.00 (valid 5.00) | diverged | 31.00 (n = 1 of 2 seeds converged) |" in text
     assert "| Pre-LN | 18.00 (valid 5.50) | 20.00 (valid 5.20) | 31.00 ± 1.41 |" in text
     assert text.index("| Post-LN |") < text.index("| Pre-LN |")
 

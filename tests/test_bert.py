@@ -246,11 +246,45 @@ def test_finetune_command_writes_every_seed_and_the_summary(bert_data, tmp_path)
     assert runs.dev_acc.between(0, 1).all()
     best = runs.groupby("lr").dev_acc.mean().max()
     assert summary.mean_acc.iloc[0] == pytest.approx(best) and summary.updates.iloc[0] == 10
-    # a round the pre-training never reached (it diverged) is recorded, not an error
-    missing = tmp_path / "ft" / "round9.csv"
-    assert main(["finetune", "--checkpoint", str(tmp_path / "run" / "checkpoints" / "epoch9.pt"), "--data", str(glue),
-                 "--task", "mrpc", "--out", str(missing)]) == 0
-    assert pd.read_csv(missing.with_suffix(".summary.csv")).diverged.iloc[0] == 1
+
+
+def glue_dir(bert_data, tmp_path):
+    glue = tmp_path / "mrpc"
+    glue.mkdir()
+    for split in ("train", "dev"):
+        (glue / f"{split}.pt").write_bytes((bert_data / f"mrpc_{split}.pt").read_bytes())
+    return glue
+
+
+def test_finetuning_a_missing_checkpoint_of_a_run_that_did_not_diverge_is_an_error(bert_data, tmp_path):
+    from lnrepro.cli import main
+    pretrain(PretrainConfig(**{**TINY, "max_updates": 10}, norm="pre", nsp=False), bert_data, tmp_path / "run")
+    (tmp_path / "run" / "checkpoints" / "epoch1.pt").unlink()  # deleted by hand, say
+    out, glue = tmp_path / "ft" / "round1.csv", glue_dir(bert_data, tmp_path)
+    for round_ in (1, 9):  # deleted, and never written: neither is a divergence
+        checkpoint = tmp_path / "run" / "checkpoints" / f"epoch{round_}.pt"
+        with pytest.raises(SystemExit, match=rf"{checkpoint}: no such checkpoint, and {tmp_path / 'run' / 'metrics.csv'}"
+                                             rf" records no divergence .*snakemake --force"):
+            main(["finetune", "--checkpoint", str(checkpoint), "--data", str(glue), "--task", "mrpc", "--out", str(out)])
+    assert not out.exists() and not out.with_suffix(".summary.csv").exists()
+
+
+def test_finetuning_after_the_pretraining_diverged_says_where_it_diverged(bert_data, tmp_path):
+    from lnrepro.cli import main
+    cfg = PretrainConfig(**{**TINY, "lr": 1e4, "optimizer": "sgd", "log_interval": 0.0}, norm="post", nsp=False)
+    pretrain(cfg, bert_data, tmp_path / "run")
+    m = pd.read_csv(tmp_path / "run" / "metrics.csv")
+    diverged = m.iloc[-1]
+    assert diverged.diverged == 1 and pd.isna(diverged.checkpoint)
+    out = tmp_path / "ft" / "round4.csv"
+    out.parent.mkdir()
+    assert main(["finetune", "--checkpoint", str(tmp_path / "run" / "checkpoints" / "epoch4.pt"),
+                 "--metrics", str(tmp_path / "run" / "metrics.csv"), "--data", str(glue_dir(bert_data, tmp_path)),
+                 "--task", "mrpc", "--out", str(out)]) == 0
+    summary = pd.read_csv(out.with_suffix(".summary.csv"))
+    assert summary.diverged.iloc[0] == 1 and math.isnan(summary.mean_acc.iloc[0])
+    assert summary.note.iloc[0] == (f"pre-training diverged at update {diverged.updates} (round {diverged.epoch}): "
+                                    f"{diverged.diverged_reason}")
 
 
 def test_two_workers_pretrain_like_one_process_with_update_freq_2(bert_data, tmp_path):

@@ -11,8 +11,11 @@ def fake_run(root, run, valid_nll, diverged=None):
     (root / "train" / run).mkdir(parents=True)
     (root / "eval" / run).mkdir(parents=True)
     epochs = list(range(1, len(valid_nll) + 1))
-    pd.DataFrame({"epoch": epochs, "valid_loss": [v + 0.5 for v in valid_nll], "valid_nll": valid_nll,
-                  "diverged": diverged or [0] * len(epochs)}).to_csv(root / "train" / run / "metrics.csv", index=False)
+    diverged = diverged or [0] * len(epochs)
+    pd.DataFrame({"epoch": epochs, "updates": [10 * e for e in epochs], "valid_loss": [v + 0.5 for v in valid_nll],
+                  "valid_nll": valid_nll, "diverged": diverged, "capped": 0,
+                  "checkpoint": ["" if d else f"checkpoints/epoch{e}.pt" for e, d in zip(epochs, diverged)]}
+                 ).to_csv(root / "train" / run / "metrics.csv", index=False)
     pd.DataFrame({"epoch": epochs, "bleu": [1.0] * len(epochs)}).to_csv(root / "eval" / run / "bleu.csv", index=False)
 
 

@@ -172,8 +172,8 @@ rule finetune:
         "benchmarks/finetune/{run}/{task}/round{round}.tsv"
     shell:
         "lnrepro finetune --checkpoint results/pretrain/{wildcards.run}/checkpoints/epoch{wildcards.round}.pt"
-        " --data results/data/glue/{wildcards.task}/bin --task {wildcards.task} {params.flags}"
-        " --threads {threads} --out {output.runs} > {log} 2>&1"
+        " --metrics {input.metrics} --data results/data/glue/{wildcards.task}/bin --task {wildcards.task}"
+        " {params.flags} --threads {threads} --out {output.runs} > {log} 2>&1"
 
 
 rule plot_fig5:

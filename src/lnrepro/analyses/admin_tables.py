@@ -17,17 +17,30 @@ from .plotting import NORM_LABELS
 NORMS = ("post", "pre", "admin")  # row order of the tables
 INIT_LABELS = {"fixup": "FixUp", "looklinear": "LookLinear"}  # Table 2's §5.2 block, in this order
 INIT_BLOCK = "Other initializations (Liu §5.2)"
-COLUMNS = ["table", "row", "column", "run", "status", "diverged_reason", "bleu", "bleu_std", "seeds", "valid_loss", "epochs", "averaged",
-           "vanishing", "decoder_bottom_over_top"]
+# seeds: converged seeds of a seed row, out of seeds_run; averaged: checkpoints the BLEU's model really
+# averaged, out of average_last asked; note: what a reader must know beside the number
+COLUMNS = ["table", "row", "column", "run", "status", "diverged_reason", "bleu", "bleu_std", "seeds", "seeds_run",
+           "valid_loss", "epochs", "averaged", "average_last", "capped", "note", "vanishing", "decoder_bottom_over_top"]
+
+
+def marks(o):
+    """' [avg of 4 of 10 checkpoints: ...; CAPPED]': what the number is not, or ''."""
+    said = [o["note"]] if o["note"] else []
+    said += ["CAPPED"] if o["capped"] else []
+    return f" [{'; '.join(said)}]" if said else ""
+
+
+def number(x):
+    return "n/a" if math.isnan(x) else f"{x:.2f}"
 
 
 def cell_text(o):
     """BLEU and the final validation loss (bits/token), or the run's failure."""
     if o["status"] == "diverged":
-        return "diverged"
+        return "diverged" + marks(o)
     if o["status"] == "not converged":
-        return f"not converged ({o['bleu']:.2f}, valid {o['valid_loss']:.2f})"
-    return f"{o['bleu']:.2f} (valid {o['valid_loss']:.2f})"
+        return f"not converged ({number(o['bleu'])}, valid {number(o['valid_loss'])})" + marks(o)
+    return f"{number(o['bleu'])} (valid {number(o['valid_loss'])})" + marks(o)
 
 
 def table1(spec, runs_dir, vanishing):
@@ -61,8 +74,12 @@ def table2(spec, runs_dir):
                      "status": "converged" if not failed else f"{failed}/{len(outs)} failed",
                      "bleu": float(np.mean(ok)) if ok else math.nan,
                      "valid_loss": float(np.mean([o["valid_loss"] for o in outs])),
-                     "bleu_std": float(np.std(ok, ddof=1)) if len(ok) > 1 else 0.0, "seeds": len(ok),
-                     "epochs": max(o["epochs"] for o in outs), "averaged": outs[0]["averaged"]})
+                     # one seed has no spread: NaN, not a std of 0 that reads as a measured one
+                     "bleu_std": float(np.std(ok, ddof=1)) if len(ok) > 1 else math.nan, "seeds": len(ok),
+                     "seeds_run": len(outs), "epochs": max(o["epochs"] for o in outs),
+                     "averaged": min(o["averaged"] for o in outs), "average_last": outs[0]["average_last"],
+                     "capped": max(o["capped"] for o in outs),
+                     "note": "; ".join(f"{run}: {o['note']}" for run, o in zip(runs, outs) if o["note"])})
     return rows
 
 
@@ -81,17 +98,23 @@ def init_markdown(rows):
         return ""
     lines = [f"## {rows[0]['column']}", "", "| Initialization | Run | Training | BLEU | valid loss |", "|---|---|---|---|---|"]
     for r in rows:
-        bleu = f"{r['bleu']:.2f}" if r["status"] == "converged" else ""
-        lines.append(f"| {r['row']} | {r['run']} | {r['status']} | {bleu} | {r['valid_loss']:.2f} |")
+        bleu = number(r["bleu"]) if r["status"] == "converged" else ""
+        lines.append(f"| {r['row']} | {r['run']} | {r['status']}{marks(r)} | {bleu} | {number(r['valid_loss'])} |")
     return "\n".join(lines + ["", ""])
 
 
 def seed_cell(r):
-    """'35.64 ± 0.23' (sample std over the converged seeds), with the failures named."""
+    """'35.64 ± 0.23' (sample std over the converged seeds); '35.64 ± 0.23 (n = 2 of 3 seeds converged)'
+    when some failed, '35.64 (n = 1 seed)' when one is all there is to show."""
     if math.isnan(r["bleu"]):
-        return r["status"]
-    text = f"{r['bleu']:.2f} ± {r['bleu_std']:.2f}"
-    return text if r["status"] == "converged" else f"{text} ({r['status']})"
+        return r["status"] + marks(r)
+    n, total = r["seeds"], r["seeds_run"]
+    text = f"{r['bleu']:.2f}" if n == 1 else f"{r['bleu']:.2f} ± {r['bleu_std']:.2f}"
+    if n < total:
+        text += f" (n = {n} of {total} seeds converged)"
+    elif n == 1:
+        text += " (n = 1 seed)"
+    return text + marks(r)
 
 
 def markdown(rows, title, note):
@@ -110,7 +133,8 @@ def table1_markdown(rows, title, note):
     for r in rows:
         vanishing = "yes" if r["vanishing"] else "no"
         lines.append(f"| {r['row']} | {r['column']} | {vanishing} (decoder bottom/top gradient "
-                     f"{r['decoder_bottom_over_top']:.3g}) | {r['status']} | {r['bleu']:.2f} | {r['valid_loss']:.2f} |")
+                     f"{r['decoder_bottom_over_top']:.3g}) | {r['status']}{marks(r)} | {number(r['bleu'])} | "
+                     f"{number(r['valid_loss'])} |")
     return "\n".join(lines + ["", note, ""])
 
 

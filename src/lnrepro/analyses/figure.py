@@ -2,20 +2,25 @@
 
 The figure spec (from the config) lists panels, each one metric over epochs for some runs.
 Legends are built from the runs' settings, so they show what was trained (the demo's scaled
-warm-up, say), not what the paper used. A diverged run is drawn up to its divergence and
-marked with x.
+warm-up, say), not what the paper used. A diverged run is drawn up to its last value, marked
+with x and labelled "diverged at update N"; one with no value at all (it diverged before its first
+checkpoint) is not drawn, only named so in the legend. Capped runs (training_cap) are labelled
+CAPPED. The CSV says the same in its ``note`` and ``capped`` columns.
 """
 import json
 import math
+import sys
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from .outcomes import divergence_text  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
 METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
@@ -59,7 +64,12 @@ def load_run(runs_dir, run, with_bleu):
     """One row per epoch: the trainer's metrics, joined with the BLEU of that epoch's checkpoint if asked."""
     table = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
     if with_bleu:
-        bleu = pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
+        path = runs_dir / "eval" / run / "bleu.csv"
+        bleu = pd.read_csv(path)
+        missing = sorted(set(table.epoch[table.checkpoint.notna()]) - set(bleu.epoch))
+        if missing:  # a gap would be drawn as if the run had no value there
+            sys.exit(f"{path}: no BLEU for epoch(s) {missing}, which have checkpoints; rebuild it "
+                     f"(snakemake --force {path})")
         table = table.merge(bleu[["epoch", "bleu"]], on="epoch", how="left")
     # fairseq's perplexity: 2^(label-smoothing-free NLL in bits), what Liu et al. Figs 1 and 9 plot
     table["valid_ppl"] = 2.0 ** table["valid_nll"]
@@ -68,30 +78,48 @@ def load_run(runs_dir, run, with_bleu):
 
 
 def long_table(spec, runs_dir):
-    """Every plotted number: figure panel, run, label, epoch, metric, value, diverged."""
+    """Every plotted number: figure panel, run, label, epoch, metric, value, diverged, capped, and the
+    note of the diverged epoch (outcomes.divergence_text)."""
     decoded = bleu_runs(spec)
     tables = {run: load_run(runs_dir, run, run in decoded) for panel in spec["panels"] for run in panel["runs"]}
     rows = []
     for i, panel in enumerate(spec["panels"]):
         for run in panel["runs"]:
             label = run_label(spec["run_settings"].get(run, {}))
+            note = divergence_text(tables[run])
             for _, r in tables[run].iterrows():
                 rows.append({"panel": i, "panel_title": panel["title"], "run": run, "label": label,
                              "epoch": int(r["epoch"]), "metric": panel["metric"], "value": r[panel["metric"]],
-                             "diverged": int(r["diverged"])})
+                             "diverged": int(r["diverged"]), "capped": int(r["capped"]),
+                             "note": note if r["diverged"] else ""})
     return pd.DataFrame(rows)
+
+
+def plotted(curve):
+    """The points drawn: finite values only (a diverged epoch's loss may be NaN or infinite)."""
+    return curve[np.isfinite(curve.value.astype(float))]
 
 
 def final_values(table):
-    """Per panel metric and run: the last epoch, its value, the best value, whether it diverged."""
+    """Per panel metric and run: the last epoch, its value, the best value, whether it diverged and was capped."""
     rows = []
     for (metric, run), curve in table.groupby(["metric", "run"], sort=False):
-        ok = curve[curve.value.notna()]
+        ok = plotted(curve)
         best = (ok.value.max() if metric == "bleu" else ok.value.min()) if len(ok) else float("nan")
         rows.append({"metric": metric, "run": run, "label": curve.label.iloc[0], "last_epoch": int(curve.epoch.max()),
                      "final": round(ok.value.iloc[-1], 2) if len(ok) else float("nan"), "best": round(best, 2),
-                     "diverged": int(curve.diverged.any())})
+                     "diverged": int(curve.diverged.any()), "capped": int(curve.capped.any()),
+                     "note": " ".join(n for n in curve.note if n)})
     return pd.DataFrame(rows)
+
+
+def legend_label(curve):
+    """The run's label, then what its curve is not: 'label: diverged at update N [CAPPED]'."""
+    label = curve.label.iloc[0]
+    notes = [n for n in curve.note if n]
+    if notes:
+        label += f": {notes[-1]}"
+    return label + (" [CAPPED]" if curve.capped.any() else "")
 
 
 def draw(spec, table, pdf):
@@ -102,12 +130,11 @@ def draw(spec, table, pdf):
     for i, panel in enumerate(panels):
         ax = axes[i // ncols][i % ncols]
         for run, curve in table[table.panel == i].groupby("run", sort=False):
-            ok = curve[curve.value.notna()]
-            (line,) = ax.plot(ok.epoch, ok.value, marker="o", ms=3, label=curve.label.iloc[0]
-                              + (" (diverged)" if curve.diverged.any() else ""))
-            if curve.diverged.any():
-                last = ok.value.iloc[-1] if len(ok) else 0.0
-                ax.plot([curve.epoch.max()], [last], marker="x", ms=10, mew=2, color=line.get_color())
+            ok = plotted(curve)
+            # a run with no value (diverged before its first checkpoint) gets a legend entry, no point
+            (line,) = ax.plot(ok.epoch, ok.value, marker="o" if len(ok) else "x", ms=3, label=legend_label(curve))
+            if curve.diverged.any() and len(ok):  # at its last value, where it diverged
+                ax.plot([curve.epoch.max()], [ok.value.iloc[-1]], marker="x", ms=10, mew=2, color=line.get_color())
         ax.set_title(f"({chr(97 + i)}) {panel['title']}", fontsize=10)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # 3-epoch runs: no ticks at 1.25
@@ -120,7 +147,8 @@ def draw(spec, table, pdf):
         ax.legend(fontsize=7)
     for j in range(len(panels), nrows * ncols):
         axes[j // ncols][j % ncols].axis("off")
-    save_figure(fig, spec["title"], pdf)
+    capped = "\nCAPPED (training_cap): a smoke test, not a result" if table.capped.any() else ""
+    save_figure(fig, spec["title"] + capped, pdf)
 
 
 def run(args):

@@ -2,8 +2,9 @@
 
 One heatmap per norm (Post-LN, Pre-LN, Admin): a cell per (lr, beta2) run, coloured by its
 final BLEU and labelled with it, or grey and labelled with its outcome when the run diverged or
-did not converge (outcomes as in lnrepro.analyses.outcomes). The paper: Post-LN diverges in 7 of 15
-settings (large lr, small beta2), Pre-LN and Admin in none.
+did not converge (outcomes as in lnrepro.analyses.outcomes); a BLEU of fewer averaged checkpoints
+than asked says so in its cell, and capped runs (training_cap) mark the title. The paper: Post-LN
+diverges in 7 of 15 settings (large lr, small beta2), Pre-LN and Admin in none.
 """
 import json
 import math
@@ -19,7 +20,8 @@ import pandas as pd  # noqa: E402
 from .outcomes import outcome  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
-OUTCOME = ["status", "diverged_reason", "bleu", "valid_loss", "epochs"]  # of each cell's run
+OUTCOME = ["status", "diverged_reason", "bleu", "valid_loss", "epochs", "averaged", "average_last", "capped",
+           "note"]  # of each cell's run
 COLUMNS = ["norm", "lr", "beta2", "run", *OUTCOME]
 
 
@@ -46,6 +48,8 @@ def draw(table, title, pdf):
             if r.status == "converged":
                 grid[i, j] = r.bleu
             text = f"{r.bleu:.1f}" if r.status == "converged" else r.status.replace("not converged", "not conv.")
+            if r.status == "converged" and r.averaged < r.average_last:
+                text += f"\navg {r.averaged}/{r.average_last}"  # not the model asked for: say so in the cell
             ax.text(j, i, text, ha="center", va="center", fontsize=8)
         ax.imshow(np.where(np.isnan(grid), vmin, grid), cmap="Greens", vmin=vmin, vmax=max(vmax, vmin + 1e-9),
                   origin="lower", aspect="auto", alpha=0.85)
@@ -57,6 +61,8 @@ def draw(table, title, pdf):
         ax.set_yticks(range(len(lrs)), [f"{lr:g}" for lr in lrs])
         ax.set_xlabel("beta2")
         ax.set_ylabel("learning rate")
+    if table.capped.any():
+        title += "\nCAPPED (training_cap): a smoke test, not a result"
     save_figure(fig, title, pdf)
 
 

@@ -5,20 +5,24 @@ its floor; the trainer's reason in ``diverged_reason``), ``not converged``
 when its final validation loss stays above the spec's ``converged_below`` (bits/token; a run
 stuck on a plateau trains without exploding), else ``converged``. Its BLEU is the last epoch's
 of eval/RUN/bleu.csv, or of eval/RUN/bleu_avgN.csv where the spec averages the last N
-checkpoints for that run.
+checkpoints for that run. What a reader must know beside the number is in ``note`` (fewer
+checkpoints averaged than asked, and why) and ``capped`` (training_cap: a smoke test, not a result).
 """
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 
 def run_outcome(runs_dir, run, converged_below=None, average_last=0):
-    """{'status', 'diverged_reason', 'bleu', 'valid_loss', 'epochs', 'averaged'} of one run."""
+    """{'status', 'diverged_reason', 'bleu', 'valid_loss', 'epochs', 'averaged', 'average_last', 'capped',
+    'note'} of one run; 'averaged' is how many checkpoints the BLEU's model really averaged."""
     runs_dir = Path(runs_dir)
     metrics = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
     name = f"bleu_avg{average_last}.csv" if average_last else "bleu.csv"
     bleu = pd.read_csv(runs_dir / "eval" / run / name)
+    check_bleu_is_current(metrics, bleu, runs_dir / "eval" / run / name)
     finished = metrics[metrics.diverged == 0]
     valid = float(finished.valid_loss.iloc[-1]) if len(finished) else math.nan
     if metrics.diverged.any():
@@ -27,9 +31,41 @@ def run_outcome(runs_dir, run, converged_below=None, average_last=0):
         status = "not converged"
     else:
         status = "converged"
+    averaged = int(bleu.averaged.iloc[-1]) if average_last and len(bleu) else 0
     return {"status": status, "diverged_reason": diverged_reason(metrics),
             "bleu": float(bleu.bleu.iloc[-1]) if len(bleu) else math.nan, "valid_loss": valid,
-            "epochs": int(metrics.epoch.max()), "averaged": average_last}
+            "epochs": int(metrics.epoch.max()), "averaged": averaged, "average_last": average_last,
+            "capped": int(metrics.capped.any()), "note": average_note(metrics, average_last, averaged)}
+
+
+def check_bleu_is_current(metrics, bleu, path):
+    """The BLEU read must be the last checkpoint's: a table that stops earlier was not rebuilt."""
+    checkpoints = metrics.epoch[metrics.checkpoint.notna()]
+    want = int(checkpoints.iloc[-1]) if len(checkpoints) else None
+    have = int(bleu.epoch.iloc[-1]) if len(bleu) else None
+    if want != have:
+        sys.exit(f"{path}: its last BLEU is of epoch {have}, but the run's last checkpoint is of epoch {want}; "
+                 f"rebuild it (snakemake --force {path})")
+
+
+def divergence_text(metrics):
+    """'diverged at update 130', 'diverged before its first checkpoint (update 7)', or ''."""
+    if not metrics.diverged.any():
+        return ""
+    update = int(metrics.updates[metrics.diverged == 1].iloc[-1])
+    if metrics.checkpoint.notna().any():
+        return f"diverged at update {update}"
+    return f"diverged before its first checkpoint (update {update})"
+
+
+def average_note(metrics, asked, averaged):
+    """'' when the BLEU is of what was asked, else what it is of: 'avg of 4 of 10 checkpoints: <why>'."""
+    if not asked or averaged == asked:
+        return ""
+    why = divergence_text(metrics) or f"the run has {averaged} epoch checkpoint(s)"
+    if not averaged:
+        return f"no checkpoint to average: {why}"
+    return f"avg of {averaged} of {asked} checkpoints: {why}"
 
 
 def diverged_reason(metrics):

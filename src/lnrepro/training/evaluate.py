@@ -4,7 +4,9 @@ Reads the run's metrics.csv for its checkpoints; a diverged epoch has none and i
 Writes OUT (bleu.csv: epoch, bleu, signature, decoding settings) and the hypotheses of every
 epoch beside it, so any score can be checked by hand. With ``--average-last N`` it decodes
 instead one model, the parameter average of the last N epoch checkpoints (fairseq's
-average_checkpoints.py, as the Admin recipes use with N = 10): one row, at the last epoch.
+average_checkpoints.py, as the Admin recipes use with N = 10): one row, at the last epoch, with
+``averaged`` the checkpoints it really averaged (fewer than N when the run has fewer) beside
+``average_last`` = N, so a table can say so.
 """
 import csv
 import math
@@ -22,7 +24,7 @@ from ..core.loop import pick_device, write_csv
 from ..core.translation import load_model
 
 COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen", "min_len",
-           "sentences", "sentences_per_s", "signature", "averaged"]
+           "sentences", "sentences_per_s", "signature", "averaged", "average_last"]
 
 
 def add_arguments(p):
@@ -96,6 +98,10 @@ def run(args):
         last = epochs[-args.average_last:]
         models = [(last[-1], len(last), lambda: average_checkpoints([run_dir / r["checkpoint"] for r in last], device))
                   ] if last else []
+        if len(last) < args.average_last:  # the table's averaged column says so too
+            print(f"{args.metrics}: {len(last)} checkpoint(s), fewer than the {args.average_last} asked: "
+                  + (f"averaging {len(last)}" if last else "nothing to decode, the table stays empty"),
+                  file=sys.stderr, flush=True)
     for r, averaged, build in models:
         model = build()
         t0 = time.time()
@@ -112,7 +118,7 @@ def run(args):
         rows.append({"epoch": int(r["epoch"]), "bleu": score.score, "bleu_compound_split": split_score.score,
                      "sacrebleu_detok": detok, "split": args.split, "beam": args.beam, "lenpen": args.lenpen,
                      "min_len": args.min_len, "sentences": len(hyps), "sentences_per_s": len(hyps) / elapsed,
-                     "signature": signature, "averaged": averaged})
+                     "signature": signature, "averaged": averaged, "average_last": args.average_last})
         print(f"epoch {r['epoch']}: BLEU {score.score:.2f} ({len(hyps) / elapsed:.0f} sentences/s)",
               file=sys.stderr, flush=True)
     write_csv(rows, out, COLUMNS)

@@ -8,13 +8,15 @@ over the first 10% of updates.
 
 Writes OUT (every fine-tuning: one row per grid point and seed) and OUT with ``.summary.csv``
 (the chosen grid point's mean and interval). A checkpoint that does not exist because its
-pre-training diverged earlier gives a summary row marked diverged.
+pre-training diverged at or before that round (its metrics.csv says so) gives a summary row marked
+diverged, its note saying where; any other missing checkpoint is an error.
 """
 import copy
 import csv
 import itertools
 import math
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -31,11 +33,14 @@ from ..core.mono_data import PairData
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 SUMMARY_COLUMNS = ["round", "updates", "task", "batch", "lr", "epochs", "seeds", "mean_acc", "std_acc", "ci95",
-                   "diverged", "max_updates"]
+                   "diverged", "max_updates", "note"]
 
 
 def add_arguments(p):
     p.add_argument("--checkpoint", required=True, help="a pre-training round checkpoint (checkpoints/epochN.pt)")
+    p.add_argument("--metrics", default=None,
+                   help="the pre-training's metrics.csv, read when the checkpoint is missing; default: the one "
+                        "beside checkpoints/")
     p.add_argument("--data", required=True, help="binarized GLUE task dir (train.pt, dev.pt)")
     p.add_argument("--task", required=True, help="task name, written into the tables")
     p.add_argument("--batch", type=int, nargs="+", default=[16, 32], help="grid: batch sizes, in sentence pairs")
@@ -144,6 +149,18 @@ def summarize(rows, task, round_, updates):
     return best
 
 
+def pretraining_divergence(metrics, round_):
+    """'pre-training diverged at update N (round R): reason' when the run stopped at or before this
+    round, else None (the checkpoint should exist)."""
+    with open(metrics, newline="") as f:
+        diverged = [r for r in csv.DictReader(f) if r["diverged"] == "1"]
+    if not diverged or int(diverged[-1]["epoch"]) > round_:
+        return None
+    r = diverged[-1]
+    reason = r.get("diverged_reason") or "no reason recorded"
+    return f"pre-training diverged at update {r['updates']} (round {r['epoch']}): {reason}"
+
+
 def write_rows(path, rows, columns):
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
@@ -158,10 +175,20 @@ def run(args):
     summary_path = out.with_suffix(".summary.csv")
     checkpoint = Path(args.checkpoint)
     round_ = int(checkpoint.stem.removeprefix("epoch"))
-    if not checkpoint.exists():  # the pre-training run diverged before this round
-        log(f"{checkpoint}: no such checkpoint (the run diverged before it); recorded as diverged")
+    if not checkpoint.exists():
+        metrics = Path(args.metrics) if args.metrics else checkpoint.parent.parent / "metrics.csv"
+        if not metrics.exists():
+            sys.exit(f"{checkpoint}: no such checkpoint, nor {metrics} to say why: run the pre-training first "
+                     f"(snakemake {metrics}), or pass its metrics.csv with --metrics.")
+        diverged = pretraining_divergence(metrics, round_)
+        if diverged is None:  # deleted, or never trained: no result to record
+            sys.exit(f"{checkpoint}: no such checkpoint, and {metrics} records no divergence at or before "
+                     f"round {round_}. Re-run the pre-training that writes it (snakemake --force {metrics}), "
+                     f"or restore the checkpoint.")
+        log(f"{checkpoint}: no such checkpoint: {diverged}; recorded as diverged")
         write_rows(out, [], ["round", "task", "batch", "lr", "epochs", "seed", "dev_acc"])
-        write_rows(summary_path, [{"round": round_, "task": args.task, "diverged": 1}], SUMMARY_COLUMNS)
+        write_rows(summary_path, [{"round": round_, "task": args.task, "diverged": 1, "note": diverged}],
+                   SUMMARY_COLUMNS)
         return 0
     updates = torch.load(checkpoint, weights_only=True, map_location="cpu").get("updates", 0)
     max_len = min(args.max_len, load_bert(checkpoint).cfg.max_positions)
