@@ -58,6 +58,14 @@ def grid(*statuses):
     return pd.DataFrame([{"norm": "admin", "lr": i, "status": status} for i, status in enumerate(statuses)])
 
 
+def cells(post, pre):
+    """A liu_fig10-like table of BLEU per (lr, beta2) cell: Post-LN's converged cells, Pre-LN's every cell."""
+    grid = [(lr, b2) for lr in (1e-4, 5e-4) for b2 in (0.99, 0.999)]
+    return pd.DataFrame([{"norm": "post", "lr": lr, "beta2": b2, "status": "converged", "bleu": v}
+                         for (lr, b2), v in zip(grid, post)] +
+                        [{"norm": "pre", "lr": lr, "beta2": b2, "status": "converged", "bleu": v} for (lr, b2), v in zip(grid, pre)])
+
+
 def theory(measured):
     return pd.DataFrame([{"check": "theorem1_pre", "quantity": "fitted_exponent", "measured": measured}])
 
@@ -85,6 +93,8 @@ DIVIDED = {**stat("mean", max=0.5), "select": {"panel": "after"}, "divide_by": {
 MINUS = {**stat("mean", min=0), "select": {"panel": "pre"}, "minus": {"panel": "post"}}  # Fig 5(b,c)
 CONVERGED = {"kind": "table", "source": "liu_fig10", "select": {"norm": "admin"}, "y": "status",
              "equals": "converged", "statistic": "mean", "min": 1}  # Liu Fig 10: share of converged cells
+BEATS = {"kind": "table", "source": "liu_fig10", "select": {"norm": "post"}, "minus": {"norm": "pre"},
+         "minus_covers": True, "x": ["lr", "beta2"], "y": "bleu", "statistic": "share_positive", "min": 0.75}
 THEOREM1 = {"kind": "table", "source": "theory", "statistic": "value", "min": -0.6, "max": -0.4,
             "select": {"check": "theorem1_pre", "quantity": "fitted_exponent"}}
 
@@ -167,6 +177,10 @@ CASES = [
     pytest.param(CONVERGED, {"liu_fig10": grid("converged", "converged")}, 1, "PASS", id="equals-all"),
     pytest.param(CONVERGED, {"liu_fig10": grid("converged", "not converged", "diverged", "converged")}, 0.5,
                  "FAIL", id="equals-some"),
+    pytest.param(BEATS, {"liu_fig10": cells(post=[35, 35, 34], pre=[34, 34, 35, 33])}, 2 / 3, "FAIL",
+                 id="share_positive-paired-on-two-columns"),
+    pytest.param(BEATS, {"liu_fig10": cells(post=[35, 35, 36], pre=[34, 34, 35, 33])}, 1, "PASS",
+                 id="share_positive-post-beats-pre-where-it-converged"),
     pytest.param(THEOREM1, {"theory": theory(-0.5)}, -0.5, "PASS", id="theory-value"),
     pytest.param(THEOREM1, {"theory": theory(-0.25)}, -0.25, "FAIL", id="theory-value-outside"),
     pytest.param(THEOREM1, {"theory": theory(NAN)}, NAN, "FAIL", id="theory-value-nan"),
@@ -208,7 +222,7 @@ def test_every_kind_and_statistic_has_a_pass_and_a_fail_case():
         seen.setdefault(key, set()).add(result)
     kinds = {key[0] for key in seen} | {key[1] for key in seen if key[1]}
     assert kinds == set(claims.KINDS) | {"value", "mean", "min", "max", "last_over_first", "max_over_min",
-                                         "fit_exponent", "cv"}
+                                         "fit_exponent", "cv", "share_positive"}
     assert {key[4] for key in seen} == {key[5] for key in seen} == {True, False}
     assert all(results == {"PASS", "FAIL"} for results in seen.values()), seen
 
@@ -248,6 +262,13 @@ def test_a_level_not_at_this_scale_has_only_the_paper_verdict(tmp_path):
     row = claims.evaluate({"c": spec}, tmp_path, {}).iloc[0]
     assert (row.paper_result, row.ours, row.scaled_result) == ("FAIL", 9, "not at this scale")
     assert row.scaled == "BLEU ~34 needs d=512"
+
+
+def test_minus_without_covers_needs_every_row_paired():
+    spec = {"paper": "p", **BEATS}
+    del spec["minus_covers"]
+    with pytest.raises(SystemExit, match="claims.c: minus: the rows are not paired one to one"):
+        claims.evaluate({"c": spec}, ".", {"liu_fig10": cells(post=[35, 35, 36], pre=[34, 34, 35, 33])})
 
 
 def test_curves_that_do_not_pair_up_name_the_claim():

@@ -18,6 +18,8 @@ CLAIM_SOURCES = {  # table claims read these results tables; each exists when it
     "liu_fig5_vanishing": (("admin", "gradients"), "results/figures/liu_fig5_vanishing.csv"),
     "liu_fig2": (("admin", "output_change"), "results/figures/liu_fig2.csv"),
     "liu_fig2_fits": (("admin", "output_change"), "results/figures/liu_fig2_fits.csv"),
+    "liu_fig7": (("admin", "layer_dependency", "fig7"), "results/figures/liu_fig7.csv"),
+    "liu_fig8": (("admin", "layer_dependency", "fig8"), "results/figures/liu_fig8.csv"),
 }
 CLAIM_RUN_KEYS = ("a", "b", "c", "d")
 

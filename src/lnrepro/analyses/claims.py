@@ -11,8 +11,9 @@ range ``[min, max]`` for our number. Kinds:
   b's (b never reaching it: over b's epochs, an upper bound);
 - ``dominates``: |metric(a) - metric(b)| / |metric(c) - metric(d)|, one change against another;
 - ``table``: a statistic of selected rows of a results table (``fig3``, ``theory``, ...): value, mean,
-  min, max, last_over_first, max_over_min, fit_exponent, cv (coefficient of variation: sd / mean);
-  ``divide_by`` divides by the same statistic of other rows, ``minus`` subtracts rows paired on x.
+  min, max, last_over_first, max_over_min, fit_exponent, cv (coefficient of variation: sd / mean),
+  share_positive; ``divide_by`` divides by the same statistic of other rows, ``minus`` subtracts rows
+  paired on x (a column or a list; ``minus_covers``: the minus rows may hold more than the selected).
 A run's missing value where it diverged counts as the worst: BLEU 0, loss inf.
 
 Two verdicts per claim. The **paper** verdict measures as the paper does and judges on its range.
@@ -153,7 +154,8 @@ def select(table, where):
 
 
 def statistic(rows, name, x, y):
-    rows = rows.sort_values(x, kind="stable") if x in rows else rows
+    keys = [x] if isinstance(x, str) else list(x)
+    rows = rows.sort_values(keys, kind="stable") if set(keys) <= set(rows) else rows
     values = rows[y].to_numpy(dtype=float)
     if name == "value":
         if len(values) != 1:
@@ -169,6 +171,8 @@ def statistic(rows, name, x, y):
         return float(values[-1] / values[0])
     if name == "max_over_min":
         return float(values.max() / values.min())
+    if name == "share_positive":  # e.g. the share of cells where one norm's BLEU beats the other's
+        return float((values > 0).mean())
     if name == "cv":
         return float(values.std() / values.mean())  # population sd: the rows are all there is
     if name == "fit_exponent":  # y ~ x^k
@@ -187,10 +191,15 @@ def selected(table, where, spec, y, key="select"):
     return rows
 
 
-def paired_difference(rows, other, x, y):
-    """y of rows minus y of other at the same x (two curves compared point by point)."""
-    both = rows.merge(other[[x, y]], on=x, suffixes=("", "_minus"))
-    if not len(both) == len(rows) == len(other):
+def paired_difference(rows, other, x, y, covers=False):
+    """y of rows minus y of other at the same x, a column or a list of them (two curves compared point
+    by point; Fig 10's grid cells by lr and beta2). With `covers`, other may hold more rows than rows
+    (Pre-LN's every cell against Post-LN's converged ones); each row still needs exactly one partner."""
+    keys = [x] if isinstance(x, str) else list(x)
+    if other.duplicated(keys).any():
+        raise ValueError(f"minus: several rows share the same {keys}")
+    both = rows.merge(other[keys + [y]], on=keys, suffixes=("", "_minus"))
+    if len(both) != len(rows) or (not covers and len(both) != len(other)):
         raise ValueError(f"minus: the rows are not paired one to one on {x} ({len(rows)} vs {len(other)} rows, "
                          f"{len(both)} shared)")
     return both.assign(**{y: both[y] - both[f"{y}_minus"]})
@@ -203,7 +212,7 @@ def table_claim(spec, runs_dir, tables):
     what = f"({y} == {spec['equals']})" if "equals" in spec else y
     detail = f"{stat} of {what} over {len(rows)} rows of {spec['source']}"
     if spec.get("minus"):
-        rows = paired_difference(rows, selected(table, spec["minus"], spec, y, "minus"), x, y)
+        rows = paired_difference(rows, selected(table, spec["minus"], spec, y, "minus"), x, y, spec.get("minus_covers"))
         detail += f" minus the rows {spec['minus']}, paired on {x}"
     value = statistic(rows, stat, x, y)
     if spec.get("divide_by"):

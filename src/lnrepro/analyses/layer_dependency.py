@@ -115,7 +115,9 @@ def measure(spec, runs_dir, data, vocab_size):
                 for i in range(beta.shape[0]):
                     for j in range(i + 2):
                         rows.append({"run": run, "norm": settings["enc_norm"], "layers": settings["enc_layers"],
-                                     "state": state, "side": side, "i": i + 1, "j": j, "beta": beta[i, j].item()})
+                                     "state": state, "side": side, "i": i + 1, "j": j,
+                                     "lag": i + 1 - j,  # 0: sublayer i's own residual branch
+                                     "beta": beta[i, j].item()})
     return pd.DataFrame(rows)
 
 
