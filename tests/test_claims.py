@@ -282,12 +282,12 @@ def test_a_selection_on_a_column_the_table_lacks_names_the_claim():
         claims.evaluate({"broken": spec}, ".", {"fig3": fig3(p=[1])})
 
 
-def run_command(tmp_path, spec):
+def run_command(tmp_path, spec, capped=False):
     """`lnrepro claims` on fabricated runs; the CSV and the markdown it writes."""
     write_runs(tmp_path, {"warm": bleu(20, 33), "nowarm": bleu(4, 8)})
     (tmp_path / "fig3.csv").write_text(fig3(p=[1, 2, 3]).to_csv(index=False))
     claims.run(Namespace(spec=json.dumps(spec), runs_dir=str(tmp_path), tables=[f"fig3={tmp_path / 'fig3.csv'}"],
-                         title="T", csv=str(tmp_path / "c.csv"), md=str(tmp_path / "c.md")))
+                         title="T", csv=str(tmp_path / "c.csv"), md=str(tmp_path / "c.md"), capped=capped))
     return pd.read_csv(tmp_path / "c.csv", keep_default_na=False), Path(tmp_path / "c.md").read_text()
 
 
@@ -300,7 +300,7 @@ def test_command_writes_both_verdicts_grouped_by_figure(tmp_path):
     scaled = {**WARMUP, "min": 15, "scale": {"scaled": "d=64 models: the gap is smaller", "min": 5,
                                               "seed_spread": "25 / 24 / 26, sd 1"}}
     table, md = run_command(tmp_path, {"z_first": WARMUP, "a_second": GROWS, "y_scaled": scaled})
-    assert list(table.columns) == claims.COLUMNS
+    assert list(table.columns) == claims.COLUMNS + ["capped"]
     assert list(table.claim) == ["y_scaled", "z_first", "a_second"]  # fig2 before fig3, then by name
     assert list(table.paper_result) == ["PASS", "FAIL", "PASS"]
     assert list(table.paper_range) == [">= 15", ">= 30", ">= 2"]
@@ -312,6 +312,11 @@ def test_command_writes_both_verdicts_grouped_by_figure(tmp_path):
     assert "| " + " | ".join(claims.HEADERS) + " |" in md
     assert ("| y_scaled | Xiong §3.2, Fig 2 | warm-up \\| essential | 25.5 | >= 15 | 25 | **PASS** | >= 5 | 25 | **PASS** | "
             "d=64 models: the gap is smaller (seed spread 25 / 24 / 26, sd 1) |") in md
+
+
+def test_a_capped_build_says_its_verdicts_are_no_results(tmp_path):
+    table, md = run_command(tmp_path, {"z_first": WARMUP}, capped=True)
+    assert md.splitlines()[2] == claims.CAPPED and list(table.capped) == [True]
 
 
 def test_a_table_of_paper_ranges_says_so(tmp_path):

@@ -149,10 +149,11 @@ rule check_claims:
     params:
         spec=claims_spec,
         tables=claims_tables,
+        capped=lambda wildcards: "--capped" if training_cap() else "",
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/claims/check_claims.log",
     shell:
-        "lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables}"
+        "lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables} {params.capped}"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"

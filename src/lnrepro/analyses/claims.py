@@ -323,8 +323,12 @@ def row_cells(r):
             r.detail + (f"; scaled: {r.scaled_detail}" if r.scaled_detail else "")]
 
 
-def markdown(table, title):
-    lines = [f"# {title}", "", *headline(table), "",
+CAPPED = ("**CAPPED build (training_cap): every run stopped after a few updates, a smoke test of the "
+          "configuration. These verdicts are not results.**")
+
+
+def markdown(table, title, capped=False):
+    lines = [f"# {title}", "", *([CAPPED, ""] if capped else []), *headline(table), "",
              "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     for r in table.fillna("").itertuples():
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in row_cells(r)) + " |")
@@ -339,14 +343,16 @@ def add_arguments(p):
                    help="table title")
     p.add_argument("--csv", required=True, help="the claims table as CSV")
     p.add_argument("--md", required=True, help="the claims table as Markdown")
+    p.add_argument("--capped", action="store_true", help="the runs are capped (training_cap): say the verdicts are no results")
 
 
 def run(args):
     claims = json.loads(args.spec)
     tables = {name: pd.read_csv(path) for name, path in (t.split("=", 1) for t in args.tables)}
-    table = evaluate(claims, args.runs_dir, tables)
+    table = evaluate(claims, args.runs_dir, tables).assign(capped=args.capped)
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
-    Path(args.md).write_text(markdown(table, args.title), encoding="utf-8")
-    print(markdown(table, args.title))
+    md = markdown(table, args.title, args.capped)
+    Path(args.md).write_text(md, encoding="utf-8")
+    print(md)
     return 0
