@@ -309,7 +309,7 @@ def headline(table):
         lines.append(f"**At this config's scale: {int((scaled.scaled_result == PASS).sum())} of {len(scaled)} "
                      f"claims pass**, {rescaled} of them on a scaled range or setting (column *why scaled*, with "
                      f"the seed spread it was set from); {len(table) - len(scaled)} have no scaled verdict: "
-                     f"{NOT_AT_THIS_SCALE} (a level this scale cannot be compared to).")
+                     f"{NOT_AT_THIS_SCALE} (why: column *why scaled*).")
     else:
         lines.append("Every claim is checked at the paper's range: this config has no scaled verdicts.")
     return lines

@@ -31,12 +31,14 @@ def readme_table(claims):
              f"Of {len(claims)} claims, the demo reproduces {int((claims.paper_result == 'PASS').sum())} as the paper "
              f"states (the paper's range) and passes {int((claims.scaled_result == 'PASS').sum())} of the "
              f"{int((claims.scaled_result != 'not at this scale').sum())} with a verdict at its scale; "
-             f"{int((claims.scaled_result == 'not at this scale').sum())} are levels it cannot be compared to. "
+             f"{int((claims.scaled_result == 'not at this scale').sum())} have none (not at this scale: levels and "
+             f"comparisons of BLEU it cannot be compared to, each with its reason in claims.md). "
              f"These {len(failed)} FAIL at its scale:", "",
              "| claim | where | paper's range | ours | scaled range | why it fails here |", "|---|---|---|---|---|---|"]
     for r in failed.itertuples():
         scaled = "" if r.scaled_range == r.paper_range else r.scaled_range
-        ours = number(r.ours) if not scaled else f"{number(r.ours)} (scaled: {number(r.scaled_ours)})"
+        ours = number(r.ours) if number(r.scaled_ours) == number(r.ours) else \
+            f"{number(r.ours)} (scaled: {number(r.scaled_ours)})"
         lines.append(f"| `{r.claim}` | {r.place} | {r.paper_range} | {ours} | {scaled} | {r.note or 'no reason recorded'} |")
     return "\n".join(lines + [END])
 
