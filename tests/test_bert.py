@@ -248,6 +248,35 @@ def test_finetune_command_writes_every_seed_and_the_summary(bert_data, tmp_path)
     assert summary.mean_acc.iloc[0] == pytest.approx(best) and summary.updates.iloc[0] == 10
 
 
+def test_one_seed_has_no_spread_and_fewer_seeds_than_run_are_counted():
+    mean, std, half = ci95([0.7])
+    assert mean == 0.7 and math.isnan(std) and math.isnan(half)  # not a spread of 0
+    rows = [{"batch": 16, "lr": lr, "epochs": 3, "seed": s, "dev_acc": acc}
+            for lr, accs in ((1e-5, [0.6, 0.62, 0.61]), (1e-4, [0.7, math.nan, math.nan]))
+            for s, acc in enumerate(accs)]
+    best = summarize(rows, "mrpc", 2, 200)
+    assert (best["lr"], best["mean_acc"], best["seeds"], best["n"]) == (1e-4, 0.7, 3, 1)
+    assert math.isnan(best["std_acc"]) and math.isnan(best["ci95"]) and best["note"] == "n = 1 seed (of 3)"
+    rows[1]["dev_acc"] = math.nan  # 2 of lr 1e-5's 3 seeds
+    rows[4]["dev_acc"] = 0.68
+    best = summarize(rows, "mrpc", 2, 200)
+    assert (best["n"], best["note"]) == (2, "n = 2 of 3 seeds") and best["ci95"] > 0
+
+
+def test_a_fine_tuning_that_blows_up_has_no_accuracy_and_is_not_counted(bert_data, tmp_path):
+    from lnrepro.cli import main
+    pretrain(PretrainConfig(**{**TINY, "max_updates": 10}, norm="pre", nsp=False), bert_data, tmp_path / "run")
+    out = tmp_path / "ft" / "round1.csv"
+    out.parent.mkdir()
+    assert main(["finetune", "--checkpoint", str(tmp_path / "run" / "checkpoints" / "epoch1.pt"),
+                 "--data", str(glue_dir(bert_data, tmp_path)), "--task", "mrpc", "--batch", "16",
+                 "--lr", "1e-4", "1e30", "--epochs", "1", "--seeds", "1", "--out", str(out), "--threads", "1"]) == 0
+    runs, summary = pd.read_csv(out).set_index("lr"), pd.read_csv(out.with_suffix(".summary.csv")).iloc[0]
+    assert math.isnan(runs.dev_acc[1e30]) and 0 <= runs.dev_acc[1e-4] <= 1  # NaN weights: no accuracy
+    assert (summary.lr, summary.seeds, summary.n, summary.note) == (1e-4, 1, 1, "n = 1 seed")
+    assert math.isnan(summary.std_acc) and math.isnan(summary.ci95)
+
+
 def glue_dir(bert_data, tmp_path):
     glue = tmp_path / "mrpc"
     glue.mkdir()

@@ -1,6 +1,14 @@
 """Draw Xiong et al.'s Figure 5 and write the CSV it plots: (a) BERT validation loss against
 pre-training updates, Post-LN vs Pre-LN; (b, c) dev accuracy of each round's checkpoint
-fine-tuned on each GLUE task (mean over seeds, 95% confidence band)."""
+fine-tuned on each GLUE task (mean over seeds, 95% confidence band).
+
+As in figure.py, nothing is invented or dropped quietly: a pre-training that diverged is drawn to
+its last value, marked x and labelled "diverged at update N" (one with no validation at all is only
+named in the legend, its CSV row NaN with a note); a diverged checkpoint's accuracy is NaN, not
+plotted. Capped runs (training_cap) are labelled [CAPPED] and the title says so. A point from one
+seed has no band (its ci95 is NaN) and says "n = 1 seed"; ``n`` of ``seeds`` counts the seeds that
+gave an accuracy. The CSV carries ``note``, ``capped``, ``n`` and ``seeds``.
+"""
 import json
 from pathlib import Path
 
@@ -8,8 +16,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..training.finetune import seeds_note  # noqa: E402
+from .outcomes import divergence_text  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
 
@@ -30,21 +41,46 @@ def run_label(s):
 
 
 def long_table(spec, results):
-    """Every plotted number: panel, run, label, updates, value, ci95, diverged."""
+    """Every plotted number: panel, run, label, round, updates, value, ci95, n of seeds, diverged,
+    capped and note (why a value is missing or weaker than it looks)."""
     rows = []
     for run in spec["runs"]:
         label = run_label(spec["run_settings"][run])
         metrics = pd.read_csv(results / "pretrain" / run / "metrics.csv")
+        capped = int(metrics.capped.any()) if "capped" in metrics else 0
+        diverged = divergence_text(metrics)
         for _, r in metrics.iterrows():
-            rows.append({"panel": "valid_loss", "run": run, "label": label, "updates": int(r["updates"]),
-                         "value": r["valid_loss"], "ci95": float("nan"), "diverged": int(r["diverged"])})
+            rows.append({"panel": "valid_loss", "run": run, "label": label, "round": int(r["epoch"]),
+                         "updates": int(r["updates"]), "value": r["valid_loss"], "ci95": float("nan"),
+                         "n": float("nan"), "seeds": float("nan"), "diverged": int(r["diverged"]),
+                         "capped": capped, "note": diverged if r["diverged"] else ""})
         for task in spec["tasks"]:
-            for path in sorted((results / "finetune" / run / task).glob("round*.summary.csv")):
+            for path in (results / "finetune" / run / task).glob("round*.summary.csv"):
                 s = pd.read_csv(path).iloc[0]
-                updates = s["updates"] if s["diverged"] == 0 else float("nan")
-                rows.append({"panel": task, "run": run, "label": label, "updates": updates, "value": s["mean_acc"],
-                             "ci95": s["ci95"], "diverged": int(s["diverged"])})
-    return pd.DataFrame(rows).sort_values(["panel", "run", "updates"], kind="stable")
+                ok = s["diverged"] == 0  # a diverged checkpoint has no accuracy to plot, whatever the file holds
+                n = s["n"] if "n" in s else s["seeds"]  # summaries before the n column: every seed gave a value
+                note = s.get("note") if isinstance(s.get("note"), str) else ""
+                if ok and not note:
+                    note = seeds_note(int(n), int(s["seeds"]))
+                rows.append({"panel": task, "run": run, "label": label, "round": int(s["round"]),
+                             "updates": s["updates"] if ok else float("nan"),
+                             "value": s["mean_acc"] if ok else float("nan"), "ci95": s["ci95"] if ok else float("nan"),
+                             "n": n if ok else float("nan"), "seeds": s["seeds"], "diverged": int(s["diverged"]),
+                             "capped": int(capped or s.get("max_updates", 0) > 0), "note": note})
+    return pd.DataFrame(rows).sort_values(["panel", "run", "round"], kind="stable")
+
+
+def plotted(curve):
+    """The points drawn: finite values only (a diverged round's loss is NaN or infinite)."""
+    return curve[np.isfinite(curve.value.astype(float))]
+
+
+def legend_label(curve, divergence):
+    """'label: diverged at update N; n = 1 seed [CAPPED]': the run's label, then what its curve is not."""
+    notes = [divergence] if divergence else []
+    notes += sorted({n for n in curve.note if n and not n.startswith(("diverged", "pre-training diverged"))})
+    label = curve.label.iloc[0] + (f": {'; '.join(notes)}" if notes else "")
+    return label + (" [CAPPED]" if curve.capped.any() else "")
 
 
 def draw(spec, table, pdf):
@@ -53,10 +89,21 @@ def draw(spec, table, pdf):
     for i, panel in enumerate(panels):
         ax = axes[0][i]
         for run in spec["runs"]:
-            curve = table[(table.panel == panel) & (table.run == run) & table.value.notna()]
-            (line,) = ax.plot(curve.updates, curve.value, marker="o", ms=3, label=curve.label.iloc[0] if len(curve) else run)
-            if panel != "valid_loss":
-                ax.fill_between(curve.updates, curve.value - curve.ci95, curve.value + curve.ci95,
+            loss = table[(table.panel == "valid_loss") & (table.run == run)]
+            divergence = next((n for n in loss.note if n), "")  # the pre-training's, on every panel
+            curve = table[(table.panel == panel) & (table.run == run)]
+            if not len(curve):  # no summary read: named, not left out of the legend
+                ax.plot([], [], marker="x", label=f"{run_label(spec['run_settings'][run])}: no fine-tuned checkpoint")
+                continue
+            ok = plotted(curve)
+            # a run with no value gets a legend entry and no point
+            (line,) = ax.plot(ok.updates, ok.value, marker="o" if len(ok) else "x", ms=3,
+                              label=legend_label(curve, divergence))
+            if (curve.diverged == 1).any() and len(ok):  # at its last value, where it diverged
+                ax.plot([ok.updates.iloc[-1]], [ok.value.iloc[-1]], marker="x", ms=10, mew=2, color=line.get_color())
+            band = np.isfinite(ok.ci95.astype(float)).to_numpy()  # one seed: no band, not a zero-width one
+            if panel != "valid_loss" and band.any():
+                ax.fill_between(ok.updates, ok.value - ok.ci95, ok.value + ok.ci95, where=band,
                                 color=line.get_color(), alpha=0.2)
         name = "validation loss (bits / masked token)" if panel == "valid_loss" else f"{panel.upper()} dev accuracy"
         ax.set_title(f"({chr(97 + i)}) {name}", fontsize=10)
@@ -64,7 +111,8 @@ def draw(spec, table, pdf):
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    save_figure(fig, spec["title"], pdf)
+    capped = "\nCAPPED (training_cap): a smoke test, not a result" if table.capped.any() else ""
+    save_figure(fig, spec["title"] + capped, pdf)
 
 
 def run(args):

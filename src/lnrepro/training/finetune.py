@@ -2,7 +2,9 @@
 
 For every point of the search grid (batch size x lr x epochs) the checkpoint is fine-tuned with
 each seed and scored by dev accuracy; the grid point with the best mean is the checkpoint's
-result, reported as mean and 95% confidence interval over the seeds (Student's t). Optimizer as
+result, reported as mean and 95% confidence interval over the seeds (Student's t): ``n`` of its
+``seeds`` gave an accuracy (a fine-tuning whose weights went NaN/inf has none), and with n = 1 the
+spread and interval are NaN, not 0 (the note says "n = 1 seed"). Optimizer as
 Devlin et al.: AdamW (0.9, 0.999), eps 1e-6, weight decay 0.01, linear decay after a warm-up
 over the first 10% of updates.
 
@@ -32,7 +34,7 @@ from ..core.mono_data import PairData
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-SUMMARY_COLUMNS = ["round", "updates", "task", "batch", "lr", "epochs", "seeds", "mean_acc", "std_acc", "ci95",
+SUMMARY_COLUMNS = ["round", "updates", "task", "batch", "lr", "epochs", "seeds", "n", "mean_acc", "std_acc", "ci95",
                    "diverged", "max_updates", "note"]
 
 
@@ -62,12 +64,12 @@ def add_arguments(p):
 
 
 def ci95(values):
-    """(mean, sample std, half-width of the 95% confidence interval of the mean)."""
+    """(mean, sample std, half-width of the 95% confidence interval of the mean); one value has no
+    spread, so std and interval are NaN (not 0), and no value gives NaN for all three."""
     n = len(values)
-    mean = statistics.fmean(values)
     if n < 2:
-        return mean, 0.0, float("nan")
-    std = statistics.stdev(values)
+        return (values[0] if n else float("nan")), float("nan"), float("nan")
+    mean, std = statistics.fmean(values), statistics.stdev(values)
     t = T975[n - 2] if n - 1 <= len(T975) else 1.96
     return mean, std, t * std / math.sqrt(n)
 
@@ -123,7 +125,16 @@ def finetune_once(pretrained, train, dev, batch, lr, epochs, seed, warmup_fracti
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             schedule.step()
+    if not all(torch.isfinite(p).all() for p in model.parameters()):
+        return float("nan")  # the argmax of NaN logits would be an invented accuracy
     return accuracy(model, dev, device)
+
+
+def seeds_note(n, seeds):
+    """'' when several seeds all gave a value; else 'n = 1 seed', 'n = 1 seed (of 6)', 'n = 4 of 6 seeds'."""
+    if n == 1:
+        return "n = 1 seed" + (f" (of {seeds})" if seeds > 1 else "")
+    return "" if n == seeds else f"n = {n} of {seeds} seeds"
 
 
 @torch.no_grad()
@@ -138,14 +149,17 @@ def accuracy(model, dev, device, batch=64):
 
 
 def summarize(rows, task, round_, updates):
-    """The grid point with the best mean dev accuracy over seeds, with its 95% interval."""
+    """The grid point with the best mean dev accuracy over the seeds that gave one (n of seeds), with
+    its 95% interval; a grid point no seed gave a value for is chosen only if all are so."""
     frame = pd.DataFrame(rows)
     best = None
     for (batch, lr, epochs), group in frame.groupby(["batch", "lr", "epochs"], sort=True):
-        mean, std, half = ci95(list(group.dev_acc))
-        if best is None or mean > best["mean_acc"]:
+        values = [v for v in group.dev_acc if math.isfinite(v)]
+        mean, std, half = ci95(values)
+        if best is None or mean > best["mean_acc"] or (math.isnan(best["mean_acc"]) and values):
             best = {"round": round_, "updates": updates, "task": task, "batch": batch, "lr": lr, "epochs": epochs,
-                    "seeds": len(group), "mean_acc": mean, "std_acc": std, "ci95": half, "diverged": 0}
+                    "seeds": len(group), "n": len(values), "mean_acc": mean, "std_acc": std, "ci95": half,
+                    "diverged": 0, "note": seeds_note(len(values), len(group))}
     return best
 
 
@@ -212,5 +226,5 @@ def run(args):
     best = {**summarize(rows, args.task, round_, updates), "max_updates": args.max_updates}
     write_rows(summary_path, [best], SUMMARY_COLUMNS)
     log(f"round {round_} ({updates} updates) | {args.task}: {best['mean_acc']:.4f} +- {best['ci95']:.4f} "
-        f"(batch {best['batch']}, lr {best['lr']:g}, {best['epochs']} epochs)")
+        f"{best['note']} (batch {best['batch']}, lr {best['lr']:g}, {best['epochs']} epochs)")
     return 0
