@@ -59,6 +59,54 @@ def validation_loss_of_every_pair(checkpoint, valid, limit=1024):
     return loss / ntok / math.log(2)
 
 
+# ---- case 2: max_tokens dropped pairs without a word; runs on different valid sets in one figure ------
+def test_pairs_over_max_tokens_are_counted_said_and_validated_alone(tmp_path, capsys, one_thread):
+    """Training leaves out pairs over max_tokens and says how many; validation keeps them (each in a
+    batch of its own), leaves out only what exceeds the model's 1,024 positions, and says so too."""
+    long_train = [long_pair(70, s) for s in (11, 12, 13)]                      # 71 tokens > max_tokens 60
+    long_valid = [long_pair(70, 21), long_pair(70, 22), long_pair(1100, 23)]   # the last > 1,024 positions
+    data = binarized(tmp_path, {"train": reversal_pairs(200, 1) + long_train,
+                                "valid": reversal_pairs(20, 2) + long_valid})
+    run = tmp_path / "runs" / "train" / "max60"
+    assert train(data, run, "--max-tokens", "60") == 0
+    err = capsys.readouterr().err
+    assert (f"WARNING: {data / 'train.pt'}: 3 of 203 training pairs are longer than max_tokens 60 (or the model's "
+            f"1024 positions) and are left out of training (lines 201, 202, 203; the longest has 71 tokens); to "
+            f"train on them raise max_tokens (config: train_defaults.max_tokens or runs.RUN.max_tokens) to 71") in err
+    assert f"{data / 'valid.pt'}: 2 validation pair(s) longer than max_tokens 60, each validated in a batch of its own" in err
+    assert (f"WARNING: {data / 'valid.pt'}: 1 of 23 validation pairs are longer than the model's 1024 positions and "
+            f"are not validated (lines 23); the valid loss is that of the other 22") in err
+    m = pd.read_csv(run / "metrics.csv")
+    assert list(m.valid_pairs) == [22] and list(m.valid_skipped) == [1] and list(m.train_skipped) == [3]
+    # the valid loss is over all 22 pairs, the two over max_tokens included
+    every = validation_loss_of_every_pair(run / m.checkpoint.iloc[0], ParallelData.load(data / "valid.pt"))
+    assert m.valid_loss.iloc[0] == pytest.approx(every, rel=1e-5)
+
+
+# ---- case 4: an empty validation split trained a whole epoch, then ZeroDivisionError -------------------
+def test_an_empty_valid_split_is_refused_before_training(tmp_path, capsys):
+    text = tmp_path / "text"
+    text.mkdir()
+    pairs = reversal_pairs(30, 1)
+    for k, lang in enumerate(("de", "en")):
+        (text / f"all.{lang}").write_text("".join(p[k] + "\n" for p in pairs), encoding="utf-8")
+    split = [str(text / f"{part}.{lang}") for part in ("train", "valid") for lang in ("de", "en")]
+    assert main(["split-valid", "--every", "40", "--inputs", str(text / "all.de"), str(text / "all.en"),
+                 "--train-outputs", *split[:2], "--valid-outputs", *split[2:]]) == 0
+    assert "the valid split is empty" in capsys.readouterr().err
+    data = tmp_path / "bin"
+    assert main(["binarize", "--src-lang", "de", "--tgt-lang", "en", "--train-prefix", str(text / "train"),
+                 "--splits", "train", "valid", "--prefixes", str(text / "train"), str(text / "valid"),
+                 "--out-dir", str(data)]) == 0
+    with pytest.raises(SystemExit) as e:
+        train(data, tmp_path / "run", "--max-tokens", "60")
+    message = str(e.value.code)
+    assert message.startswith(f"{data / 'valid.pt'}: no validation pairs, so no epoch could be validated")
+    assert "corpora.CORPUS.valid_every" in message and f"rebuild {data / 'valid.pt'}" in message
+    assert not (tmp_path / "run" / "metrics.csv").exists()
+    assert not list((tmp_path / "run").glob("**/*.pt"))  # not one epoch trained
+
+
 # ---- case 8: a UTF-8 byte order mark became a vocabulary token -----------------------------------------
 BOM = "\ufeff"
 
