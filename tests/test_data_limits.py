@@ -83,6 +83,35 @@ def test_pairs_over_max_tokens_are_counted_said_and_validated_alone(tmp_path, ca
     assert m.valid_loss.iloc[0] == pytest.approx(every, rel=1e-5)
 
 
+def test_a_figure_marks_a_panel_of_runs_validated_on_different_sets(tmp_path, capsys, one_thread):
+    """One run validated on 22 pairs (one of 23 is over the model's positions), one on 20 (another valid
+    split): their validation panel is marked, with each run's count; a panel of one run, or of train
+    loss, is not."""
+    data = binarized(tmp_path, {"train": reversal_pairs(200, 1),
+                                "valid": reversal_pairs(22, 2) + [long_pair(1100, 23)]})
+    assert train(data, tmp_path / "runs" / "train" / "max60", "--max-tokens", "60") == 0
+    other = binarized(tmp_path, {"train": reversal_pairs(200, 1), "valid": reversal_pairs(20, 2)}, name="bin20")
+    assert train(other, tmp_path / "runs" / "train" / "short", "--max-tokens", "60") == 0
+    capsys.readouterr()
+    spec = {"title": "t", "run_settings": {},
+            "panels": [{"title": "both", "metric": "valid_loss", "runs": ["max60", "short"]},
+                       {"title": "one", "metric": "valid_loss", "runs": ["max60"]},
+                       {"title": "train", "metric": "train_loss", "runs": ["max60", "short"]}]}
+    args = type("Args", (), {"spec": json.dumps(spec), "runs_dir": str(tmp_path / "runs"),
+                             "pdf": str(tmp_path / "f.pdf"), "csv": str(tmp_path / "f.csv"), "summary": None})
+    assert figure.run(args) == 0
+    err = capsys.readouterr().err
+    assert (f"WARNING: panel (a) 'both' compares runs validated on different sets (valid_pairs "
+            f"{tmp_path / 'runs' / 'train' / 'max60' / 'metrics.csv'}: 22, "
+            f"{tmp_path / 'runs' / 'train' / 'short' / 'metrics.csv'}: 20); its curves are not comparable") in err
+    table = pd.read_csv(tmp_path / "f.csv")
+    assert table.groupby("panel").valid_sets_differ.max().tolist() == [1, 0, 0]
+    assert table.set_index(["panel", "run"]).valid_pairs.to_dict() == {
+        (0, "max60"): 22, (0, "short"): 20, (1, "max60"): 22, (2, "max60"): 22, (2, "short"): 20}
+    assert "note" in table and "capped" in table
+    assert (tmp_path / "f.pdf").read_bytes()[:5] == b"%PDF-"
+
+
 # ---- case 4: an empty validation split trained a whole epoch, then ZeroDivisionError -------------------
 def test_an_empty_valid_split_is_refused_before_training(tmp_path, capsys):
     text = tmp_path / "text"
