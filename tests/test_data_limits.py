@@ -136,6 +136,39 @@ def test_an_empty_valid_split_is_refused_before_training(tmp_path, capsys):
     assert not list((tmp_path / "run").glob("**/*.pt"))  # not one epoch trained
 
 
+# ---- case 5: a test sentence over 1,024 tokens killed evaluation with IndexError ------------------------
+def test_a_test_sentence_over_the_models_positions_is_skipped_and_said(tmp_path, capsys, one_thread):
+    test = reversal_pairs(6, 3)
+    test[2] = long_pair(1100, 31)  # line 3: 1,101 tokens with </s>
+    short_test = test[:2] + test[3:]
+    data = binarized(tmp_path, {"train": reversal_pairs(200, 1), "valid": reversal_pairs(10, 2),
+                                "test": test, "short": short_test})
+    for name, pairs in (("test", test), ("short", short_test)):
+        (tmp_path / f"{name}.ref").write_text("".join(en + "\n" for _, en in pairs), encoding="utf-8")
+    run = tmp_path / "run"
+    assert train(data, run, "--max-tokens", "60") == 0
+    capsys.readouterr()
+
+    def evaluate(split):
+        out = tmp_path / split / "bleu.csv"
+        assert main(["evaluate", "--metrics", str(run / "metrics.csv"), "--data", str(data), "--split", split,
+                     "--reference", str(tmp_path / f"{split}.ref"), "--beam", "2", "--max-len-b", "12",
+                     "--device", "cpu", "--out", str(out)]) == 0
+        return pd.read_csv(out), capsys.readouterr().err
+
+    bleu, err = evaluate("test")
+    assert (f"WARNING: {data / 'test.pt'}: 1 of 6 source sentences are longer than the model's 1024 positions and "
+            f"are not translated (lines 3 of {tmp_path / 'test.ref'}; their hypothesis lines stay empty); BLEU is "
+            f"over the other 5") in err
+    assert list(bleu.sentences) == [5] and list(bleu.skipped) == [1]
+    hyps = (tmp_path / "test" / "hyp_epoch1.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(hyps) == 6 and hyps[2] == ""
+    # the score is that of the other five sentences
+    short, _ = evaluate("short")
+    assert bleu.bleu.iloc[0] == short.bleu.iloc[0] and list(short.skipped) == [0]
+    assert hyps[:2] + hyps[3:] == (tmp_path / "short" / "hyp_epoch1.txt").read_text(encoding="utf-8").split("\n")[:-1]
+
+
 # ---- case 8: a UTF-8 byte order mark became a vocabulary token -----------------------------------------
 BOM = "\ufeff"
 
