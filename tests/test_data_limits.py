@@ -73,7 +73,8 @@ def test_pairs_over_max_tokens_are_counted_said_and_validated_alone(tmp_path, ca
     assert (f"WARNING: {data / 'train.pt'}: 3 of 203 training pairs are longer than max_tokens 60 (or the model's "
             f"1024 positions) and are left out of training (lines 201, 202, 203; the longest has 71 tokens); to "
             f"train on them raise max_tokens (config: train_defaults.max_tokens or runs.RUN.max_tokens) to 71") in err
-    assert f"{data / 'valid.pt'}: 2 validation pair(s) longer than max_tokens 60, each validated in a batch of its own" in err
+    assert (f"{data / 'valid.pt'}: 2 validation pair(s) longer than max_tokens 60, each validated in a batch of "
+            f"its own") in err
     assert (f"WARNING: {data / 'valid.pt'}: 1 of 23 validation pairs are longer than the model's 1024 positions and "
             f"are not validated (lines 23); the valid loss is that of the other 22") in err
     m = pd.read_csv(run / "metrics.csv")

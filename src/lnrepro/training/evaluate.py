@@ -81,7 +81,8 @@ def say_skipped(data_file, data, reference):
     skipped = too_long_sources(data, MAX_POSITIONS)
     if not skipped:
         return
-    lines = ", ".join(str(i + 1) for i in skipped[:10]) + (f", ... ({len(skipped)} in all)" if len(skipped) > 10 else "")
+    lines = ", ".join(str(i + 1) for i in skipped[:10])
+    lines += f", ... ({len(skipped)} in all)" if len(skipped) > 10 else ""
     if len(skipped) == len(data):
         sys.exit(f"{data_file}: all its {len(data)} source sentences are longer than the model's {MAX_POSITIONS} "
                  f"positions: nothing can be translated; split or shorten them in the test set")
