@@ -6,6 +6,11 @@ warm-up, say), not what the paper used. A diverged run is drawn up to its last v
 with x and labelled "diverged at update N"; one with no value at all (it diverged before its first
 checkpoint) is not drawn, only named so in the legend. Capped runs (training_cap) are labelled
 CAPPED. The CSV says the same in its ``note`` and ``capped`` columns.
+
+A validation metric compares runs only if they were validated on the same pairs: the trainer records
+how many in metrics.csv's ``valid_pairs``. A panel whose runs differ there is marked, in its title, its
+legend (each run's count) and the CSV's ``valid_sets_differ``, and a warning names the runs' files.
+(A metrics.csv written before ``valid_pairs`` existed has no count: nothing can be checked for it.)
 """
 import json
 import math
@@ -78,8 +83,9 @@ def load_run(runs_dir, run, with_bleu):
 
 
 def long_table(spec, runs_dir):
-    """Every plotted number: figure panel, run, label, epoch, metric, value, diverged, capped, and the
-    note of the diverged epoch (outcomes.divergence_text)."""
+    """Every plotted number: figure panel, run, label, epoch, metric, value, diverged, capped, the
+    note of the diverged epoch (outcomes.divergence_text), valid_pairs (the pairs the run validated on;
+    empty if its metrics.csv does not say) and valid_sets_differ (see mark_valid_sets)."""
     decoded = bleu_runs(spec)
     tables = {run: load_run(runs_dir, run, run in decoded) for panel in spec["panels"] for run in panel["runs"]}
     rows = []
@@ -91,8 +97,33 @@ def long_table(spec, runs_dir):
                 rows.append({"panel": i, "panel_title": panel["title"], "run": run, "label": label,
                              "epoch": int(r["epoch"]), "metric": panel["metric"], "value": r[panel["metric"]],
                              "diverged": int(r["diverged"]), "capped": int(r["capped"]),
-                             "note": note if r["diverged"] else ""})
-    return pd.DataFrame(rows)
+                             "note": note if r["diverged"] else "", "valid_pairs": valid_pairs(tables[run])})
+    return mark_valid_sets(pd.DataFrame(rows), runs_dir)
+
+
+def valid_pairs(metrics):
+    """The pairs a run validated on (metrics.csv's valid_pairs, the same every epoch), or NaN if unknown."""
+    counts = metrics["valid_pairs"].dropna() if "valid_pairs" in metrics else ()
+    return int(counts.iloc[-1]) if len(counts) else float("nan")
+
+
+def mark_valid_sets(table, runs_dir):
+    """valid_sets_differ = 1 on the rows of a validation panel whose runs were validated on different numbers
+    of pairs (their curves are not comparable), with a warning naming the runs; else 0."""
+    table["valid_sets_differ"] = 0
+    if table.empty:
+        return table
+    for i, panel in table.groupby("panel", sort=False):
+        if not panel.metric.iloc[0].startswith("valid_"):
+            continue
+        counts = panel.groupby("run", sort=False).valid_pairs.first().dropna()
+        if counts.nunique() > 1:
+            table.loc[panel.index, "valid_sets_differ"] = 1
+            said = ", ".join(f"{runs_dir / 'train' / run / 'metrics.csv'}: {int(n)}" for run, n in counts.items())
+            print(f"WARNING: panel ({chr(97 + int(i))}) {panel.panel_title.iloc[0]!r} compares runs validated on "
+                  f"different sets (valid_pairs {said}); its curves are not comparable. Train them on the same "
+                  f"data (the same corpus and valid split) and retrain the odd ones", file=sys.stderr)
+    return table
 
 
 def plotted(curve):
@@ -114,11 +145,15 @@ def final_values(table):
 
 
 def legend_label(curve):
-    """The run's label, then what its curve is not: 'label: diverged at update N [CAPPED]'."""
+    """The run's label, then what its curve is not: 'label: diverged at update N [CAPPED]', and its
+    valid pairs where the panel's runs were validated on different sets."""
     label = curve.label.iloc[0]
     notes = [n for n in curve.note if n]
     if notes:
         label += f": {notes[-1]}"
+    if curve.valid_sets_differ.any():
+        pairs = curve.valid_pairs.iloc[0]
+        label += f" [{int(pairs)} valid pairs]" if pairs == pairs else " [valid pairs unknown]"
     return label + (" [CAPPED]" if curve.capped.any() else "")
 
 
@@ -129,13 +164,15 @@ def draw(spec, table, pdf):
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 4.2 * nrows), squeeze=False)
     for i, panel in enumerate(panels):
         ax = axes[i // ncols][i % ncols]
-        for run, curve in table[table.panel == i].groupby("run", sort=False):
+        curves = table[table.panel == i]
+        for run, curve in curves.groupby("run", sort=False):
             ok = plotted(curve)
             # a run with no value (diverged before its first checkpoint) gets a legend entry, no point
             (line,) = ax.plot(ok.epoch, ok.value, marker="o" if len(ok) else "x", ms=3, label=legend_label(curve))
             if curve.diverged.any() and len(ok):  # at its last value, where it diverged
                 ax.plot([curve.epoch.max()], [ok.value.iloc[-1]], marker="x", ms=10, mew=2, color=line.get_color())
-        ax.set_title(f"({chr(97 + i)}) {panel['title']}", fontsize=10)
+        differ = "\nNOT COMPARABLE: runs validated on different sets" if curves.valid_sets_differ.any() else ""
+        ax.set_title(f"({chr(97 + i)}) {panel['title']}{differ}", fontsize=10, **({"color": "red"} if differ else {}))
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # 3-epoch runs: no ticks at 1.25
         ax.set_ylabel(METRIC_LABELS[panel["metric"]])

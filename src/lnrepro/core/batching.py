@@ -12,14 +12,35 @@ def length_sorted_indices(src_lengths, tgt_lengths, rng):
     return idx[np.argsort(src_lengths[idx], kind="mergesort")]
 
 
-def make_batches(data: ParallelData, max_tokens, seed, max_positions=1024):
-    """Batches of sentence indices; max_tokens bounds n_sentences * max(len) over src and tgt."""
+def pair_lengths(data):
+    """Each pair's length as batches count it: max(source, target) tokens, </s> included."""
+    return np.maximum(data.src_lengths.numpy(), data.tgt_lengths.numpy())
+
+
+def too_long(data, limit):
+    """Indices of the pairs longer than limit tokens (pair_lengths), in corpus order."""
+    return np.flatnonzero(pair_lengths(data) > limit)
+
+
+def make_batches(data: ParallelData, max_tokens, seed, max_positions=1024, alone_if_longer=False):
+    """Batches of sentence indices; max_tokens bounds n_sentences * max(len) over src and tgt.
+
+    A pair longer than max_positions never fits the model: it is left out (as fairseq 0.9 drops
+    such pairs from training: fairseq/data/data_utils.py:160-194, called with trainer.py:277's
+    ignore_invalid_inputs=True). A pair longer than max_tokens is left out too (fairseq 0.9 stops
+    on one: data_utils_fast.pyx:50-53), unless alone_if_longer: then it is a batch of its own,
+    after the others, so validation scores every pair the model can take. The callers count what
+    is left out (too_long) and say so. Without such pairs, alone_if_longer changes nothing."""
     src_len, tgt_len = data.src_lengths.numpy(), data.tgt_lengths.numpy()
     order = length_sorted_indices(src_len, tgt_len, np.random.default_rng(seed))
-    batches, current, longest = [], [], 0
+    batches, current, longest, alone = [], [], 0, []
     for i in order:
         n = int(max(src_len[i], tgt_len[i]))
-        if n > max_positions or n > max_tokens:  # fairseq skips what cannot fit
+        if n > max_positions:
+            continue
+        if n > max_tokens:
+            if alone_if_longer:
+                alone.append([int(i)])
             continue
         if current and max(longest, n) * (len(current) + 1) > max_tokens:
             batches.append(current)
@@ -28,7 +49,7 @@ def make_batches(data: ParallelData, max_tokens, seed, max_positions=1024):
         longest = max(longest, n)
     if current:
         batches.append(current)
-    return batches
+    return batches + alone
 
 
 def epoch_order(batches, seed, epoch):

@@ -12,10 +12,12 @@ from pathlib import Path
 import torch
 
 from .admin import load_omegas
-from .batching import collate, epoch_order, make_batches
+from .batching import collate, epoch_order, make_batches, pair_lengths, too_long
 from .data import PAD, Dictionary, ParallelData
-from .loop import LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, setting
+from .loop import LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, log, setting
 from .model import INITS, NORMS, ModelConfig, Transformer, label_smoothed_loss
+
+MAX_POSITIONS = ModelConfig.max_positions  # the longest sentence the model's positional embeddings take
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ def add_train_arguments(p):
 
 class TranslationTask:
     """Sentence pairs in fairseq's token batches; a round is one epoch."""
-    valid_columns = ("valid_loss", "valid_nll")
+    # valid_pairs: the pairs validated; valid_skipped, train_skipped: the pairs left out (count_pairs)
+    valid_columns = ("valid_loss", "valid_nll", "valid_pairs", "valid_skipped", "train_skipped")
 
     def __init__(self, cfg: TrainConfig, data_dir: Path):
         self.cfg = cfg
@@ -63,8 +66,12 @@ class TranslationTask:
         self.vocab_size = len(Dictionary.load(dict_file))
         self.train_data = ParallelData.load(train_file)
         self.valid_data = ParallelData.load(valid_file)
-        self.batches = make_batches(self.train_data, cfg.max_tokens, cfg.seed)
-        self.valid_batches = make_batches(self.valid_data, cfg.max_tokens, cfg.seed)
+        self.batches = make_batches(self.train_data, cfg.max_tokens, cfg.seed, MAX_POSITIONS)
+        # a validation pair longer than max_tokens is a batch of its own: the valid set is the same whatever
+        # a run's max_tokens, so runs with different ones are scored alike (core.batching.make_batches)
+        self.valid_batches = make_batches(self.valid_data, cfg.max_tokens, cfg.seed, MAX_POSITIONS,
+                                          alone_if_longer=True)
+        self.pair_counts = count_pairs(self.train_data, self.valid_data, train_file, valid_file, cfg.max_tokens)
         self.rounds = cfg.epochs
 
     def data_identity(self):
@@ -104,7 +111,50 @@ class TranslationTask:
                 logits = model(src, prev)
             l, n = label_smoothed_loss(logits, tgt, self.cfg.label_smoothing)
             loss, nll, ntok = loss + l.item(), nll + n.item(), ntok + int((tgt != PAD).sum())
-        return {"valid_loss": loss / ntok / LN2, "valid_nll": nll / ntok / LN2}
+        return {"valid_loss": loss / ntok / LN2, "valid_nll": nll / ntok / LN2, **self.pair_counts}
+
+
+def count_pairs(train_data, valid_data, train_file, valid_file, max_tokens):
+    """{valid_pairs, valid_skipped, train_skipped}: the pairs a run validates on and those it leaves out
+    (longer than the model's positions; in training also than max_tokens), each said on stderr. Refuses
+    (SystemExit naming the file and the fix) a run left without a validation or training pair: it would
+    train a whole epoch and then fail on an empty sum."""
+    if len(valid_data) == 0:
+        raise SystemExit(f"{valid_file}: no validation pairs, so no epoch could be validated. Its corpus has "
+                         f"fewer cleaned pairs than its valid_every (config: corpora.CORPUS.valid_every) or an "
+                         f"empty valid set of its own (files.valid, valid_set): lower valid_every or give the "
+                         f"corpus a valid set, then rebuild {valid_file}")
+    valid_out = too_long(valid_data, MAX_POSITIONS)
+    alone = len(too_long(valid_data, min(max_tokens, MAX_POSITIONS))) - len(valid_out)
+    if len(valid_out):
+        log(f"WARNING: {valid_file}: {len(valid_out)} of {len(valid_data)} validation pairs are longer than the "
+            f"model's {MAX_POSITIONS} positions and are not validated (lines {first_few(valid_out)}); "
+            f"the valid loss is that of the other {len(valid_data) - len(valid_out)}")
+    if len(valid_out) == len(valid_data):
+        raise SystemExit(f"{valid_file}: all its {len(valid_data)} validation pairs are longer than the model's "
+                         f"{MAX_POSITIONS} positions: clean the corpus with a lower clean.max (config: "
+                         f"corpora.CORPUS.clean.max) and rebuild {valid_file}")
+    if alone:
+        log(f"{valid_file}: {alone} validation pair(s) longer than max_tokens {max_tokens}, each validated in a "
+            f"batch of its own")
+    train_out = too_long(train_data, min(max_tokens, MAX_POSITIONS))
+    if len(train_out):
+        longest = int(pair_lengths(train_data).max())
+        log(f"WARNING: {train_file}: {len(train_out)} of {len(train_data)} training pairs are longer than max_tokens "
+            f"{max_tokens} (or the model's {MAX_POSITIONS} positions) and are left out of training (lines "
+            f"{first_few(train_out)}; the longest has {longest} tokens); to train on them raise max_tokens "
+            f"(config: train_defaults.max_tokens or runs.RUN.max_tokens) to {min(longest, MAX_POSITIONS)}")
+    if len(train_out) == len(train_data):
+        raise SystemExit(f"{train_file}: none of its {len(train_data)} training pairs fits max_tokens {max_tokens}: "
+                         f"raise max_tokens (config: train_defaults.max_tokens or runs.RUN.max_tokens)")
+    return {"valid_pairs": len(valid_data) - len(valid_out), "valid_skipped": len(valid_out),
+            "train_skipped": len(train_out)}
+
+
+def first_few(indices, n=10):
+    """'3, 17, 40' or '3, 17, ... (25 in all)': 1-based pair numbers (the lines of the split's text)."""
+    shown = ", ".join(str(int(i) + 1) for i in indices[:n])
+    return shown + (f", ... ({len(indices)} in all)" if len(indices) > n else "")
 
 
 def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):

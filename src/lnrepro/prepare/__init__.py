@@ -5,6 +5,7 @@ binarize). The helpers here are shared by them: line reading with Unix line sema
 (bad input, i.e. bytes that are not UTF-8 or an empty file, is an InputError naming the file
 and line), atomic output files, and an order-preserving, memory-bounded parallel line map.
 """
+import codecs
 import multiprocessing
 import os
 import sys
@@ -27,6 +28,8 @@ def _decode_error(path):
     the line."""
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):  # read_lines strips it: not a column
+                raw = raw[len(codecs.BOM_UTF8):]
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -52,8 +55,10 @@ def read_lines(path, empty=None):
     Bytes that are not UTF-8 raise InputError naming the file, line and column.
     A file without lines raises InputError if empty="error", prints a warning if
     empty="warn", and is read as no lines if empty is None.
+    A UTF-8 byte order mark at the file's start (as Windows editors write) is not text: utf-8-sig
+    drops it, where utf-8 would glue U+FEFF to the first word and make it a vocabulary token.
     """
-    with open(path, encoding="utf-8", newline="\n") as f:
+    with open(path, encoding="utf-8-sig", newline="\n") as f:
         try:
             first = next(f, None)  # the empty check costs nothing per line
             if first is None:

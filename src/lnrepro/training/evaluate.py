@@ -7,6 +7,14 @@ instead one model, the parameter average of the last N epoch checkpoints (fairse
 average_checkpoints.py, as the Admin recipes use with N = 10): one row, at the last epoch, with
 ``averaged`` the checkpoints it really averaged (fewer than N when the run has fewer) beside
 ``average_last`` = N, so a table can say so.
+
+A source sentence longer than the model's positions cannot be encoded: it is not translated (its
+line in the hypothesis file stays empty), a warning names its line, bleu.csv's ``skipped`` counts
+it, and BLEU is over the other sentences (``sentences``) -- fairseq 0.9's generate.py with
+--skip-invalid-size-inputs-valid-test (generate.py:74 passes it as ignore_invalid_inputs;
+fairseq/data/data_utils.py:189-193 warns and skips; only generated sentences reach the scorer,
+generate.py:180-182). Without that flag fairseq stops (data_utils.py:184-188); here evaluation
+runs after training, so a whole table is not lost to one sentence.
 """
 import csv
 import math
@@ -21,10 +29,10 @@ from ..core.beam import beam_search
 from ..core.bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
 from ..core.data import Dictionary, ParallelData
 from ..core.loop import pick_device, write_csv
-from ..core.translation import load_model
+from ..core.translation import MAX_POSITIONS, load_model
 
 COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen", "min_len",
-           "sentences", "sentences_per_s", "signature", "averaged", "average_last"]
+           "sentences", "skipped", "sentences_per_s", "signature", "averaged", "average_last"]
 
 
 def add_arguments(p):
@@ -50,8 +58,10 @@ def add_arguments(p):
 
 
 def decode(model, data, vocab, beam, lenpen, max_len_a, max_len_b, batch_sentences, device, min_len=1):
-    """Hypotheses (BPE removed) in corpus order; batches of similar source length."""
-    order = sorted(range(len(data)), key=lambda i: int(data.src_lengths[i]))
+    """Hypotheses (BPE removed) in corpus order; batches of similar source length. A source longer than
+    the model's positions is not translated: its hypothesis is None (too_long_sources)."""
+    fits = set(range(len(data))) - set(too_long_sources(data, model.cfg.max_positions))
+    order = sorted(fits, key=lambda i: (int(data.src_lengths[i]), i))  # as sorting range(len(data)): stable
     hyps = [None] * len(data)
     for start in range(0, len(order), batch_sentences):
         idx = order[start:start + batch_sentences]
@@ -59,6 +69,28 @@ def decode(model, data, vocab, beam, lenpen, max_len_a, max_len_b, batch_sentenc
         for i, toks in zip(idx, beam_search(model, src, beam, lenpen, max_len_a, max_len_b, min_len)):
             hyps[i] = vocab.decode(toks)
     return hyps
+
+
+def too_long_sources(data, max_positions):
+    """0-based indices of the source sentences (</s> included) longer than max_positions."""
+    return [i for i, n in enumerate(data.src_lengths.tolist()) if n > max_positions]
+
+
+def say_skipped(data_file, data, reference):
+    """Warn of the sources too long to translate, by their line in the reference; exit if none is left."""
+    skipped = too_long_sources(data, MAX_POSITIONS)
+    if not skipped:
+        return
+    lines = ", ".join(str(i + 1) for i in skipped[:10])
+    lines += f", ... ({len(skipped)} in all)" if len(skipped) > 10 else ""
+    if len(skipped) == len(data):
+        sys.exit(f"{data_file}: all its {len(data)} source sentences are longer than the model's {MAX_POSITIONS} "
+                 f"positions: nothing can be translated; split or shorten them in the test set")
+    print(f"WARNING: {data_file}: {len(skipped)} of {len(data)} source sentences are longer than the model's "
+          f"{MAX_POSITIONS} positions and are not translated (lines {lines} of {reference}; their hypothesis "
+          f"lines stay empty); BLEU is over the other {len(data) - len(skipped)}, as fairseq-generate's "
+          f"--skip-invalid-size-inputs-valid-test. To score them, split or shorten those sentences",
+          file=sys.stderr, flush=True)
 
 
 def average_checkpoints(paths, device="cpu"):
@@ -84,10 +116,12 @@ def run(args):
     data_dir, out = Path(args.data), Path(args.out)
     vocab = Dictionary.load(data_dir / "dict.txt")
     data = ParallelData.load(data_dir / f"{args.split}.pt")
-    refs = Path(args.reference).read_text(encoding="utf-8").splitlines()
+    # utf-8-sig: a byte order mark at a file's start is not text (as lnrepro.prepare.read_lines)
+    refs = Path(args.reference).read_text(encoding="utf-8-sig").splitlines()
     if len(refs) != len(data):
         sys.exit(f"{args.reference}: {len(refs)} lines but {args.split}.pt has {len(data)} sentences")
-    raw_refs = Path(args.detok_reference).read_text(encoding="utf-8").splitlines() if args.detok_reference else None
+    raw_refs = Path(args.detok_reference).read_text(encoding="utf-8-sig").splitlines() if args.detok_reference else None
+    say_skipped(data_dir / f"{args.split}.pt", data, args.reference)
     with open(args.metrics, newline="") as f:
         epochs = [r for r in csv.DictReader(f) if r["checkpoint"]]
     run_dir = Path(args.metrics).parent
@@ -109,17 +143,21 @@ def run(args):
                       args.batch_sentences, device, args.min_len)
         elapsed = time.time() - t0
         name = f"hyp_avg{averaged}_epoch{r['epoch']}.txt" if averaged else f"hyp_epoch{r['epoch']}.txt"
-        (out.parent / name).write_text("\n".join(hyps) + "\n", encoding="utf-8")
-        score, signature = tokenized_bleu(hyps, refs)
-        split_score, _ = compound_split_bleu(hyps, refs)
+        # one line per test sentence, empty where one was skipped, so line N is the reference's line N
+        (out.parent / name).write_text("\n".join(h or "" for h in hyps) + "\n", encoding="utf-8")
+        kept = [i for i, h in enumerate(hyps) if h is not None]
+        scored, scored_refs = [hyps[i] for i in kept], [refs[i] for i in kept]
+        score, signature = tokenized_bleu(scored, scored_refs)
+        split_score, _ = compound_split_bleu(scored, scored_refs)
         detok = math.nan
         if raw_refs is not None:
-            detok = detokenized_bleu(detokenize(hyps, args.target_lang), raw_refs)[0].score
+            detok = detokenized_bleu(detokenize(scored, args.target_lang), [raw_refs[i] for i in kept])[0].score
         rows.append({"epoch": int(r["epoch"]), "bleu": score.score, "bleu_compound_split": split_score.score,
                      "sacrebleu_detok": detok, "split": args.split, "beam": args.beam, "lenpen": args.lenpen,
-                     "min_len": args.min_len, "sentences": len(hyps), "sentences_per_s": len(hyps) / elapsed,
+                     "min_len": args.min_len, "sentences": len(kept), "skipped": len(hyps) - len(kept),
+                     "sentences_per_s": len(kept) / elapsed,
                      "signature": signature, "averaged": averaged, "average_last": args.average_last})
-        print(f"epoch {r['epoch']}: BLEU {score.score:.2f} ({len(hyps) / elapsed:.0f} sentences/s)",
+        print(f"epoch {r['epoch']}: BLEU {score.score:.2f} ({len(kept) / elapsed:.0f} sentences/s)",
               file=sys.stderr, flush=True)
     write_csv(rows, out, COLUMNS)
     return 0
