@@ -19,6 +19,7 @@ end: round N/M, update N/M of the run, loss, lr, tokens/s, the run's ETA.
 """
 import csv
 import dataclasses
+import errno
 import hashlib
 import json
 import math
@@ -261,8 +262,22 @@ def build_optimizer(cfg, params):
 
 
 def atomic_save(obj, path):
+    """obj in path, whole or not at all: written to path.tmp, synced, renamed over path. A killed job
+    or a full disk leaves the previous file (a failed write also removes its .tmp); a full disk stops
+    the run with a message naming the file, not torch's "basic_ios::clear: iostream error"."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, tmp)
+    try:
+        with open(tmp, "wb") as f:  # a Python file, so a full disk raises OSError(ENOSPC)
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())  # a full disk may only show here (delayed allocation)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise SystemExit(f"disk full ({errno.errorcode[e.errno]}) while writing {path}: the checkpoints "
+                             f"written before it are intact; free space and rerun, it resumes from "
+                             f"{path.parent / 'last.pt'}") from e
+        raise
     os.replace(tmp, path)
 
 
