@@ -58,6 +58,59 @@ CORRUPTIONS = {
 }
 
 
+# ---- case 3: a corrupt last.pt, data file or epoch checkpoint --------------------------------------
+
+@pytest.mark.parametrize("how", CORRUPTIONS)
+@pytest.mark.parametrize("settings", ["same", "changed"])
+def test_a_corrupt_last_pt_is_moved_aside_and_the_run_starts_afresh(trained, toy_data, tmp_path, capsys, how,
+                                                                     settings):
+    run = copy_run(trained, tmp_path)
+    last = run / "checkpoints" / "last.pt"
+    bad = CORRUPTIONS[how](last.read_bytes())
+    last.write_bytes(bad)
+    cfg = CFG if settings == "same" else TrainConfig(**{**TINY, "lr": 2e-3}, epochs=2)
+    capsys.readouterr()
+    assert train(cfg, toy_data, run) == 0
+    log = capsys.readouterr().err
+    assert f"{last}: unreadable, {len(bad)} bytes (truncated, empty or not written by torch.save" in log, log
+    assert "moved aside to last.pt.corrupt-" in log and "; starting afresh" in log and "resuming" not in log
+    assert "weights_only=False" not in log
+    aside = list(run.glob("checkpoints/last.pt.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == bad  # kept, as it was
+    assert torch.load(last, weights_only=True)["epoch"] == 2  # a new, good one
+    reference = trained / ("run" if settings == "same" else "other") / "metrics.csv"
+    pd.testing.assert_frame_equal(pd.read_csv(reference)[DETERMINISTIC], pd.read_csv(run / "metrics.csv")[DETERMINISTIC])
+
+
+@pytest.mark.parametrize("name", ["train.pt", "valid.pt"])
+def test_a_truncated_training_data_file_names_itself_and_the_fix(trained, toy_data, tmp_path, name):
+    data = shutil.copytree(toy_data, tmp_path / "data")
+    (data / name).write_bytes((data / name).read_bytes()[:len((data / name).read_bytes()) // 2])
+    message = stops(lambda: train(CFG, data, tmp_path / "run"))
+    assert message.startswith(f"{data / name}: unreadable") and f"snakemake --force {data / name}" in message, message
+    assert not (tmp_path / "run" / "checkpoints").exists() or not any((tmp_path / "run" / "checkpoints").iterdir())
+
+
+def test_a_truncated_test_set_names_itself_and_the_fix(trained, toy_data, tmp_path, capsys):
+    data = shutil.copytree(toy_data, tmp_path / "data")
+    test = data / "test.pt"
+    test.write_bytes(test.read_bytes()[:len(test.read_bytes()) // 2])
+    message = stops(lambda: evaluate(trained / "run", data, tmp_path / "eval" / "bleu.csv"))
+    assert message.startswith(f"{test}: unreadable") and f"snakemake --force {test}" in message, message
+    assert not (tmp_path / "eval" / "bleu.csv").exists()
+
+
+@pytest.mark.parametrize("how", CORRUPTIONS)
+def test_a_corrupt_epoch_checkpoint_names_itself_and_the_fix(trained, toy_data, tmp_path, how):
+    run = copy_run(trained, tmp_path)
+    ckpt = run / "checkpoints" / "epoch2.pt"
+    ckpt.write_bytes(CORRUPTIONS[how](ckpt.read_bytes()))
+    message = stops(lambda: evaluate(run, toy_data, tmp_path / "eval" / "bleu.csv"))
+    assert message.startswith(f"{ckpt}: unreadable"), message
+    assert f"retrain its run: rm -r {run / 'checkpoints'} && snakemake --force {run / 'metrics.csv'}" in message
+    assert "weights_only=False" not in message and not (tmp_path / "eval" / "bleu.csv").exists()
+
+
 # ---- case 7: a full disk while saving a checkpoint --------------------------------------------------
 
 def pages(path):

@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .data import BOS, EOS, PAD
+from .loop import load_checkpoint
 from .model import EncoderLayer, ModelConfig, dropout
 
 NORMS = ("post", "pre")  # BERT's residual sublayers (Admin is for the seq2seq model)
@@ -173,7 +174,7 @@ def mask_tokens(tokens, mask_id, generator, prob=0.15, first_normal=4):
 def load_bert(path, device="cpu"):
     """A Bert from a pre-training checkpoint (weights only, safe to load), built with the checkpoint's
     model config; one written before ln_eps existed gets BertConfig's 1e-5, the eps it trained with."""
-    state = torch.load(path, weights_only=True, map_location=device)
+    state = load_checkpoint(path, device)
     model = Bert(BertConfig(**state["model_config"]))
     model.load_state_dict(state["model"])
     return model.to(device)

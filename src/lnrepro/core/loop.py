@@ -29,6 +29,7 @@ import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -281,6 +282,55 @@ def atomic_save(obj, path):
     os.replace(tmp, path)
 
 
+class Unreadable(Exception):
+    """A file that exists but does not load: truncated, empty or garbage."""
+
+
+def load_torch(path, **kwargs):
+    """torch.load(path, weights_only=True), raising Unreadable naming the file for a truncated, empty
+    or garbage one (torch's own errors name no file; for garbage it suggests weights_only=False,
+    which is unsafe)."""
+    try:
+        return torch.load(path, weights_only=True, **kwargs)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except Exception as e:  # RuntimeError (zip), EOFError (empty), UnpicklingError/KeyError (garbage), OSError
+        size = path.stat().st_size if path.exists() else 0
+        raise Unreadable(f"{path}: unreadable, {size} bytes (truncated, empty or not written by torch.save: "
+                         f"{type(e).__name__})") from e
+
+
+def load_input(load, path):
+    """load(path) of a data file an earlier step wrote; a truncated or corrupt one stops the command
+    with its name and how to rebuild it."""
+    try:
+        return load(path)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except Exception as e:
+        size = Path(path).stat().st_size
+        raise SystemExit(f"{path}: unreadable, {size} bytes (truncated or corrupt: {type(e).__name__}); rebuild "
+                         f"it: snakemake --force {path} (or delete it and rerun Snakemake)") from e
+
+
+def load_checkpoint(path, device="cpu"):
+    """An epoch checkpoint's state, weights only; a file that does not load stops the command naming it
+    and the fix."""
+    path = Path(path)
+    try:
+        state = load_torch(path, map_location=device)
+    except Unreadable as e:
+        raise SystemExit(f"{e}; {rebuild(path)}") from e
+    return state
+
+
+def rebuild(path):
+    """How to get an epoch checkpoint back: only by retraining its run (the epochs before it are needed)."""
+    if path.parent.name != "checkpoints":
+        return "replace it"
+    return f"retrain its run: rm -r {path.parent} && snakemake --force {path.parent.parent / 'metrics.csv'}"
+
+
 def write_csv(rows, path, columns):
     """A table written whole or not at all (a killed job leaves the previous file)."""
     tmp = path.with_suffix(".tmp")
@@ -352,7 +402,15 @@ def resume_state(ckpt_dir, cfg, world=1, identity=None):
     if not last.exists():
         clear(ckpt_dir)  # epoch checkpoints without their last.pt: of an unknown run
         return None
-    state = torch.load(last, weights_only=True, map_location="cpu")
+    try:
+        state = load_torch(last, map_location="cpu")
+    except Unreadable as e:  # moved aside, never deleted: the user may want it
+        aside = last.with_name(f"last.pt.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(last, aside)
+        log(f"{e}; moved aside to {aside.name}; starting afresh (its epoch checkpoints cannot resume a run: "
+            f"they hold no optimizer state)")
+        clear(ckpt_dir)
+        return None
     reason = stale_reason(state, cfg, world, identity)
     if reason:
         log(f"{last} {reason}; starting afresh")
@@ -363,9 +421,10 @@ def resume_state(ckpt_dir, cfg, world=1, identity=None):
 
 
 def clear(ckpt_dir):
-    if any(ckpt_dir.iterdir()):
-        shutil.rmtree(ckpt_dir)
-        ckpt_dir.mkdir(parents=True)
+    """Empty the run's checkpoint folder, but for the files moved aside as corrupt (last.pt.corrupt-*)."""
+    for path in ckpt_dir.iterdir():
+        if ".corrupt-" not in path.name:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 class Distributed:

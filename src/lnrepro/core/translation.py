@@ -9,12 +9,11 @@ import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import torch
-
 from .admin import load_omegas
 from .batching import collate, epoch_order, make_batches, pair_lengths, too_long
 from .data import PAD, Dictionary, ParallelData
-from .loop import LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, log, setting
+from .loop import (LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, load_checkpoint,
+                   load_input, log, setting)
 from .model import INITS, NORMS, ModelConfig, Transformer, label_smoothed_loss
 
 MAX_POSITIONS = ModelConfig.max_positions  # the longest sentence the model's positional embeddings take
@@ -63,9 +62,9 @@ class TranslationTask:
         self.cfg = cfg
         self.files = data_files(data_dir)
         dict_file, train_file, valid_file = self.files
-        self.vocab_size = len(Dictionary.load(dict_file))
-        self.train_data = ParallelData.load(train_file)
-        self.valid_data = ParallelData.load(valid_file)
+        self.vocab_size = len(load_input(Dictionary.load, dict_file))
+        self.train_data = load_input(ParallelData.load, train_file)
+        self.valid_data = load_input(ParallelData.load, valid_file)
         self.batches = make_batches(self.train_data, cfg.max_tokens, cfg.seed, MAX_POSITIONS)
         # a validation pair longer than max_tokens is a batch of its own: the valid set is the same whatever
         # a run's max_tokens, so runs with different ones are scored alike (core.batching.make_batches)
@@ -162,8 +161,8 @@ def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
 
 
 def load_model(path, device="cpu"):
-    """A Transformer from an epoch checkpoint (weights only, safe to load)."""
-    state = torch.load(path, weights_only=True, map_location=device)
+    """A Transformer from an epoch checkpoint (weights only, safe to load; see loop.load_checkpoint)."""
+    state = load_checkpoint(path, device)
     model = Transformer(ModelConfig(**state["model_config"]))
     model.load_state_dict(state["model"])
     return model.to(device).eval()

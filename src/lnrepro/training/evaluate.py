@@ -28,7 +28,7 @@ from ..core.batching import pad_right
 from ..core.beam import beam_search
 from ..core.bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
 from ..core.data import Dictionary, ParallelData
-from ..core.loop import pick_device, write_csv
+from ..core.loop import load_input, pick_device, write_csv
 from ..core.translation import MAX_POSITIONS, load_model
 
 COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen", "min_len",
@@ -115,7 +115,7 @@ def run(args):
     device = pick_device(args.device)
     data_dir, out = Path(args.data), Path(args.out)
     vocab = Dictionary.load(data_dir / "dict.txt")
-    data = ParallelData.load(data_dir / f"{args.split}.pt")
+    data = load_input(ParallelData.load, data_dir / f"{args.split}.pt")
     # utf-8-sig: a byte order mark at a file's start is not text (as lnrepro.prepare.read_lines)
     refs = Path(args.reference).read_text(encoding="utf-8-sig").splitlines()
     if len(refs) != len(data):

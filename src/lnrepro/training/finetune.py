@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.bert import BertClassifier, load_bert, pad_batch, pair_input
-from ..core.loop import log
+from ..core.loop import load_checkpoint, log
 from ..core.mono_data import PairData
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96)
@@ -204,7 +204,7 @@ def run(args):
         write_rows(summary_path, [{"round": round_, "task": args.task, "diverged": 1, "note": diverged}],
                    SUMMARY_COLUMNS)
         return 0
-    updates = torch.load(checkpoint, weights_only=True, map_location="cpu").get("updates", 0)
+    updates = load_checkpoint(checkpoint).get("updates", 0)
     max_len = min(args.max_len, load_bert(checkpoint).cfg.max_positions)
     data = {}
     for split in ("train", "dev"):

@@ -37,7 +37,7 @@ from ..core.batching import epoch_order, make_batches
 from ..core.bert import CLS, NORMS as BERT_NORMS, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
 from ..core.data import PAD, Dictionary
 from ..core.loop import (LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files,
-                         file_digests, fit, setting)
+                         file_digests, fit, load_input, setting)
 from ..core.mono_data import MASK, MonoData
 
 
@@ -165,12 +165,12 @@ class MaskedLMTask:
         self.cfg = cfg
         self.files = data_files(data_dir)
         dict_file, train_file, valid_file = self.files
-        vocab = Dictionary.load(dict_file)
+        vocab = load_input(Dictionary.load, dict_file)
         if MASK not in vocab.index:
             raise SystemExit(f"{dict_file} has no {MASK} symbol (binarize with `lnrepro binarize-mono`)")
         self.vocab_size, self.mask_id = len(vocab), vocab.index[MASK]
-        self.train = MonoData.load(train_file)
-        self.valid = MonoData.load(valid_file)
+        self.train = load_input(MonoData.load, train_file)
+        self.valid = load_input(MonoData.load, valid_file)
         rng = np.random.default_rng(cfg.seed)  # one stream, phase after phase
         self.phases = [self.train_phase(start, block, max_tokens, rng) for start, block, max_tokens in cfg.phases()]
         # our reading: validation keeps the first phase's length throughout, so Fig 5a is one curve
