@@ -158,3 +158,30 @@ def test_a_full_disk_while_saving_says_so_and_leaves_a_resumable_run(trained, to
                                   pd.read_csv(again / "metrics.csv")[DETERMINISTIC])
 
 
+# ---- case 8: a checkpoint whose content is not what its name says -----------------------------------
+
+def test_an_epoch_checkpoint_copied_over_another_is_refused(trained, toy_data, tmp_path):
+    run = copy_run(trained, tmp_path)
+    shutil.copy(run / "checkpoints" / "epoch1.pt", run / "checkpoints" / "epoch2.pt")
+    message = stops(lambda: evaluate(run, toy_data, tmp_path / "eval" / "bleu.csv"))
+    assert message.startswith(f"{run / 'checkpoints' / 'epoch2.pt'}: holds epoch 1 of run 'run', not epoch 2 "
+                              "as its name says"), message
+    assert not (tmp_path / "eval" / "bleu.csv").exists()
+
+
+def test_an_epoch_checkpoint_of_another_run_is_refused(trained, toy_data, tmp_path):
+    run = copy_run(trained, tmp_path)
+    shutil.copy(trained / "other" / "checkpoints" / "epoch1.pt", run / "checkpoints" / "epoch1.pt")
+    message = stops(lambda: evaluate(run, toy_data, tmp_path / "eval" / "bleu.csv"))
+    ours, theirs = CFG.fingerprint(), TrainConfig(**{**TINY, "lr": 2e-3}, epochs=2).fingerprint()
+    assert message.startswith(f"{run / 'checkpoints' / 'epoch1.pt'}: epoch 1 of run 'other' with settings {theirs}, "
+                              f"but {run / 'checkpoints' / 'last.pt'} is of settings {ours} of run 'run'"), message
+    assert not (tmp_path / "eval" / "bleu.csv").exists()
+
+
+def test_the_checkpoints_say_what_they_are(trained):
+    for epoch in (1, 2):
+        state = torch.load(trained / "run" / "checkpoints" / f"epoch{epoch}.pt", weights_only=True)
+        assert (state["epoch"], state["run"], state["fingerprint"]) == (epoch, "run", CFG.fingerprint())
+
+

@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import time
@@ -314,13 +315,14 @@ def load_input(load, path):
 
 
 def load_checkpoint(path, device="cpu"):
-    """An epoch checkpoint's state, weights only; a file that does not load stops the command naming it
-    and the fix."""
+    """An epoch checkpoint's state, weights only; a file that does not load, or whose content is not
+    what its name and place say (check_checkpoint), stops the command naming it and the fix."""
     path = Path(path)
     try:
         state = load_torch(path, map_location=device)
     except Unreadable as e:
         raise SystemExit(f"{e}; {rebuild(path)}") from e
+    check_checkpoint(path, state)
     return state
 
 
@@ -329,6 +331,31 @@ def rebuild(path):
     if path.parent.name != "checkpoints":
         return "replace it"
     return f"retrain its run: rm -r {path.parent} && snakemake --force {path.parent.parent / 'metrics.csv'}"
+
+
+def check_checkpoint(path, state):
+    """An epoch checkpoint named epochN.pt must hold epoch N, and one in a run's checkpoints/ must be of
+    that run's settings (the fingerprint of the run's last.pt): a copied or mixed-up file would
+    otherwise give one epoch another's BLEU. Checkpoints written before they recorded these pass."""
+    named = re.fullmatch(r"epoch(\d+)\.pt", path.name)
+    if named and "epoch" in state and state["epoch"] != int(named.group(1)):
+        raise SystemExit(f"{path}: holds epoch {state['epoch']}{of_run(state)}, not epoch {named.group(1)} as its "
+                         f"name says (a copied or mixed-up checkpoint); {rebuild(path)}")
+    last = path.parent / "last.pt"
+    if not (named and state.get("fingerprint") and last.exists()):
+        return
+    try:
+        run = load_torch(last, map_location="cpu", mmap=True)  # mapped: its tensors are not read
+    except Unreadable:
+        return  # the trainer moves it aside at its next start; nothing to compare with
+    if run.get("fingerprint") not in (None, state["fingerprint"]):
+        raise SystemExit(f"{path}: epoch {state['epoch']}{of_run(state)} with settings {state['fingerprint']}, but "
+                         f"{last} is of settings {run['fingerprint']}{of_run(run)}: a checkpoint of another run "
+                         f"(copied in?); {rebuild(path)}")
+
+
+def of_run(state):
+    return f" of run '{state['run']}'" if state.get("run") else ""
 
 
 def write_csv(rows, path, columns):
@@ -609,13 +636,14 @@ def save_round(model, optimizer, mixed, cfg, rows, epoch, updates, ckpt_dir, wor
     """Weights of this round (for evaluation) and the full resumable state (with fp16's loss scaler) and
     what it was trained on (data: file_digests of the task's files), each written atomically."""
     model_cfg = dataclasses.asdict(model.cfg)
-    atomic_save({"model": model.state_dict(), "model_config": model_cfg, "epoch": epoch, "updates": updates},
-                ckpt_dir / f"epoch{epoch}.pt")
+    # what it is, beside its name, so evaluation can tell a copied or renamed file (check_checkpoint)
+    run = {"epoch": epoch, "updates": updates, "run": ckpt_dir.parent.name, "fingerprint": cfg.fingerprint()}
+    atomic_save({"model": model.state_dict(), "model_config": model_cfg, **run}, ckpt_dir / f"epoch{epoch}.pt")
     atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "loss_scaler": mixed.state_dict(),
                  "model_config": model_cfg,
                  "train_config": cfg.as_dict(), "fingerprint": cfg.fingerprint(), "epoch": epoch,
                  "updates": updates, "seed": cfg.seed, "metrics": rows, "version": __version__, "world": world,
-                 "data": data, "format": CHECKPOINT_FORMAT},
+                 "data": data, "format": CHECKPOINT_FORMAT, "run": run["run"]},
                 ckpt_dir / "last.pt")
 
 
