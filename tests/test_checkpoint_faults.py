@@ -185,3 +185,59 @@ def test_the_checkpoints_say_what_they_are(trained):
         assert (state["epoch"], state["run"], state["fingerprint"]) == (epoch, "run", CFG.fingerprint())
 
 
+# ---- case 9: Snakemake killed with -9 while it trains -----------------------------------------------
+
+def train_command(out, data, epochs):
+    args = [sys.executable, "-m", "lnrepro.cli", "train", "--data", str(data), "--out", str(out)]
+    for k, v in {**TINY, "epochs": epochs}.items():
+        args += [f"--{k.replace('_', '-')}", str(v)]
+    return args
+
+
+def running(pid):
+    """Whether pid runs (an orphan's zombie, not reaped where no init reaps, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_rules_exec_the_trainer_so_it_is_snakemakes_own_child():
+    for rules, command in (("train.smk", '"exec lnrepro train '), ("bert.smk", '"exec lnrepro pretrain ')):
+        assert command in open(os.path.join(ROOT, "workflow", "rules", rules)).read()
+
+
+EPOCHS = 12  # an orphan would run on for seconds after epoch 1 (0.4 s an epoch here, unloaded)
+
+
+def test_a_trainer_whose_snakemake_is_killed_stops_and_resumes(toy_data, tmp_path):
+    """A stand-in for Snakemake starts the trainer as the train rule does (bash -c 'set -euo pipefail;
+    exec lnrepro train ... > log 2>&1') and is killed with SIGKILL after epoch 1."""
+    run, log = tmp_path / "run", tmp_path / "train.log"
+    shell = f"set -euo pipefail; exec {shlex.join(train_command(run, toy_data, EPOCHS))} > {log} 2>&1"
+    parent = ("import subprocess, sys, time\n"
+              f"p = subprocess.Popen(['/bin/bash', '-c', {shell!r}])\n"
+              "print(p.pid, flush=True)\n"
+              "time.sleep(600)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    snakemake = subprocess.Popen([sys.executable, "-c", parent], env=env, stdout=subprocess.PIPE, text=True)
+    trainer = int(snakemake.stdout.readline())
+    deadline = time.time() + 120
+    while not (run / "checkpoints" / "epoch1.pt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert running(trainer), log.read_text()
+    snakemake.kill()  # SIGKILL: no clean-up of its own
+    snakemake.wait()
+    killed = time.time()
+    while running(trainer) and time.time() < killed + 3:
+        time.sleep(0.05)
+    assert not running(trainer), "the trainer runs on as an orphan"
+    text = log.read_text()
+    assert "died (Snakemake or its job step killed?); a rerun resumes from" in text, text
+    assert not (run / "metrics.csv").exists()
+    state = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    assert 1 <= state["epoch"] < EPOCHS
+    again = subprocess.run(train_command(run, toy_data, EPOCHS), env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and f"resuming after epoch {state['epoch']}" in again.stderr, again.stderr
+    assert list(pd.read_csv(run / "metrics.csv").epoch) == list(range(1, EPOCHS + 1))

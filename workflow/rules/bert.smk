@@ -144,7 +144,7 @@ rule pretrain:
     benchmark:
         "benchmarks/pretrain/{run}.tsv"
     shell:
-        "lnrepro pretrain --data {params.data_dir} --out results/pretrain/{wildcards.run} {params.flags}"
+        "exec lnrepro pretrain --data {params.data_dir} --out results/pretrain/{wildcards.run} {params.flags}"
         " --threads {threads} > {log} 2>&1"
 
 

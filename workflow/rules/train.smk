@@ -2,6 +2,7 @@
 # outside the declared output, so a failed or killed job keeps it and the retry resumes.
 # A run's `nodes` and `gpus` reach `lnrepro train`, which starts its processes (lnrepro.core.launch);
 # what the job asks a cluster for comes from resources.smk.
+# The shells `exec` the trainer: Snakemake's own child, it stops when Snakemake dies (loop.ParentWatch).
 
 
 RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens", "decode")  # resolved here or by evaluation, not passed to the trainer
@@ -81,7 +82,7 @@ rule train:
     benchmark:
         "benchmarks/train/{run}.tsv"
     shell:
-        "lnrepro train --data {params.data_dir} --out results/train/{wildcards.run} {params.flags}"
+        "exec lnrepro train --data {params.data_dir} --out results/train/{wildcards.run} {params.flags}"
         " --threads {threads} > {log} 2>&1"
 
 

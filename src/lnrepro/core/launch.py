@@ -87,4 +87,6 @@ def run(nodes, procs, threads, train_args, subcommand="train"):
     if cmd is None:
         return False
     log(shlex.join(cmd))
+    if cmd[0] != "srun":  # workers here watch the process that started this one (loop.ParentWatch);
+        os.environ["LNREPRO_LAUNCHER_PID"] = str(os.getppid())  # srun's tasks on other nodes cannot
     os.execvp(cmd[0], cmd)

@@ -10,7 +10,10 @@ translation, a fixed number of updates for pre-training. The loop writes ``OUT/m
 ``last.pt`` the full state of the last complete round. A killed run restarts from ``last.pt``;
 batch order, dropout (and masking) are seeded per round, so it ends with the same metrics as an
 uninterrupted one. ``last.pt`` records what it was trained on (settings, digests of the data
-files, model shape, processes): a run that differs in any of them starts afresh and logs why. A
+files, model shape, processes): a run that differs in any of them starts afresh and logs why; an
+unreadable one is moved aside (``last.pt.corrupt-TIME``) and the run starts afresh. Checkpoints
+are written whole or not at all; a full disk stops the run naming the file. A trainer whose parent
+dies (Snakemake killed) stops at its next update; its ``last.pt`` resumes. A
 run whose loss turns NaN/inf or explodes (checked every ``divergence_interval`` updates and at each
 round's end), or whose fp16 loss scale reaches its floor (lnrepro.core.precision), is recorded as
 diverged: its curve so far plus a final row with diverged=1 and the reason in diverged_reason, and
@@ -454,6 +457,46 @@ def clear(ckpt_dir):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
+class ParentWatch:
+    """Whether the process that started this run has died (Snakemake killed with -9, a job step gone):
+    an orphan trainer would run on to its end while a rerun waits on the lock or races it. A dead
+    parent shows as a changed os.getppid() (the orphan is re-parented), whatever thread or shell
+    started it; the workers of a local torchrun launch also watch the process that ran `lnrepro
+    train` (LAUNCHER_PID, set by core.launch), since their own parent, torchrun, lives on."""
+
+    def __init__(self):
+        self.parent = os.getppid()
+        self.launcher = int(os.environ.get(LAUNCHER_PID, 0))
+
+    def gone(self):
+        """Why this run should stop, or None: one getppid() call (and a /proc read for a launcher)."""
+        if os.getppid() != self.parent:
+            return f"its parent process {self.parent} died"
+        if self.launcher and not alive(self.launcher):
+            return f"the process that launched it ({self.launcher}) died"
+        return None
+
+
+LAUNCHER_PID = "LNREPRO_LAUNCHER_PID"
+
+
+def alive(pid):
+    """Whether pid runs (a zombie, killed but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+
 class Distributed:
     """torchrun's environment: one process per GPU (or CPU worker with gloo); rank 0 writes."""
 
@@ -545,6 +588,7 @@ def fit(cfg: LoopConfig, task, out_dir):
         return (u + 1) % every == 0 if env.world > 1 else time.time() - last_log >= cfg.log_interval
 
     clock = RunClock(updates, rounds * updates_per_round)
+    parent = ParentWatch()
     for epoch in range(start_epoch, rounds + 1):
         torch.manual_seed(dropout_seed(cfg.seed, epoch, env.rank))
         model.train()
@@ -555,6 +599,10 @@ def fit(cfg: LoopConfig, task, out_dir):
         ntok, round_updates, diverged = 0, 0, ""
         order = task.round_batches(epoch, per_update)
         for u in range(updates_per_round):
+            orphaned = parent.gone()
+            if orphaned:  # stop: last.pt (written whole, atomically) is the last complete round
+                raise SystemExit(f"stopping epoch {epoch} at update {updates}: {orphaned} (Snakemake or its job step "
+                                 f"killed?); a rerun {resumes(ckpt_dir)}")
             group = order[u * per_update:(u + 1) * per_update]
             group_tokens = sum(task.tokens(batch) for batch in group)  # all workers' target tokens
             mine = group[env.rank::env.world]
@@ -626,6 +674,10 @@ def fit(cfg: LoopConfig, task, out_dir):
         write_csv(rows, out_dir / "metrics.csv", columns)
     env.close()
     return 0
+
+
+def resumes(ckpt_dir):
+    return ("resumes from " + str(ckpt_dir / "last.pt")) if (ckpt_dir / "last.pt").exists() else "starts afresh"
 
 
 def scale_text(mixed):
