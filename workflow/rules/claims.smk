@@ -134,10 +134,10 @@ def claims_inputs(wildcards):
 
 
 def claims_tables(wildcards):
-    sources = sorted({f.split("/")[-1] for f in claims_inputs(wildcards) if f.startswith(("results/figures/", "results/tables/"))})
-    by_file = {path.split("/")[-1]: name for name, (_, path) in CLAIM_SOURCES.items()}
-    tables = " ".join(f"{by_file[s]}={CLAIM_SOURCES[by_file[s]][1]}" for s in sources)
-    return f"--tables {tables}" if sources else ""
+    """NAME=CSV of each results table the claims read where this config defines it."""
+    inputs = set(claims_inputs(wildcards))
+    tables = " ".join(f"{name}={path}" for name, (_, path) in sorted(CLAIM_SOURCES.items()) if path in inputs)
+    return f"--tables {tables}" if tables else ""
 
 
 rule check_claims:
