@@ -95,6 +95,27 @@ def planned_jobs(dry_run_output):
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(update_tokens=1000), "runs.adam_5e-4_nowarm.update_tokens: 1000"),
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(update_tokens=1800, update_freq=2), "not both"),
     (lambda c: c["corpora"]["ende"].update(clean_after_bpe=True, decode={"split": "valid"}), "corpora.ende.decode.split"),
+    # values the schema's types allow but no trainer can use (issue 29): an inf lr trained to a
+    # 'diverged' run, a nan one, max_tokens 1 or 5, dropout 1 and heads not dividing d_model failed in the job
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(lr=float("inf")), "runs.adam_5e-4_nowarm.lr: inf is not a finite number"),
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(lr=float("nan")), "runs.adam_5e-4_nowarm.lr: nan is not a finite number"),
+    (lambda c: c["train_defaults"].update(warmup_init_lr=float("inf")), "train_defaults.warmup_init_lr: inf"),
+    (lambda c: c["train_defaults"].update(max_tokens=1), "train_defaults.max_tokens: 1 is below 176"),
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(max_tokens=5),
+     "runs.adam_5e-4_nowarm.max_tokens: 5 is below 176, the longest training sentence corpora.deen keeps (clean.max 175 + </s>)"),
+    (lambda c: c["models"]["demo"].update(dropout=1.0), "models.demo.dropout: 1.0 is greater than or equal to the maximum of 1"),
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(act_dropout=1.0), "runs.adam_5e-4_nowarm.act_dropout: 1.0"),
+    (lambda c: c["models"]["demo"].update(heads=3), "models.demo.heads: heads 3 does not divide d_model 64"),
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(d_model=66), "runs.adam_5e-4_nowarm.d_model: heads 4 does not divide d_model 66"),
+    (lambda c: c["models"].update(unused={"d_model": 64, "heads": 3}), "models.unused.heads: heads 3"),
+    (lambda c: c["bert"]["models"]["bert_demo"].update(heads=5), "bert.models.bert_demo.heads: heads 5 does not divide d_model 64"),
+    (lambda c: c["bert"]["models"]["bert_demo"].update(attn_dropout=1.0), "bert.models.bert_demo.attn_dropout: 1.0"),
+    (lambda c: c["bert"]["pretrain_defaults"].update(max_tokens=32),
+     "bert.pretrain_defaults.max_tokens: 32 is below 64, bert.models.bert_demo.block_size"),
+    (lambda c: c["bert"]["runs"]["bert_preln"].update(short_block_size=32, short_fraction=0.5, short_max_tokens=16),
+     "bert.runs.bert_preln.short_max_tokens: 16 is below 32"),
+    (lambda c: c["bert"]["runs"]["bert_preln"].update(lr=float("inf")), "bert.runs.bert_preln.lr: inf is not a finite number"),
+    (lambda c: c["bert"]["finetune"].update(lr=[float("nan")]), "bert.finetune.lr[0]: nan is not a finite number"),
 ])
 def test_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
     workflow_copy(tmp_path)

@@ -5,6 +5,7 @@
 # several config errors is reported first.
 import difflib
 import json
+import math
 import os
 import re
 import shlex
@@ -267,7 +268,86 @@ def check_config():
                              f"{', '.join(ARCHIVE_SUFFIXES)}; set 'file' to name it")
 
 
+# ---- values the schema's types allow but no trainer can use (issue 29): refused before any job ----
+# the trainers' defaults where no level sets a key (lnrepro.core.translation.TrainConfig,
+# lnrepro.training.pretrain.PretrainConfig); not TRAINER_DEFAULTS, whose values reach rules' params
+TRAINER_SHAPE = {"d_model": 512, "heads": 4, "max_tokens": 4096}
+BERT_SHAPE = {"d_model": 768, "heads": 12, "max_tokens": 4096, "block_size": 512}
+CLEAN_MAX = 175  # clean-corpus-n's max where a corpus sets no clean.max (data.smk's clean_flags)
+
+
+def check_finite(where, value):
+    """NaN and infinities pass the schema's bounds (nan compares false, .inf is > 0), and a trainer
+    takes them as they are: an inf lr trains NaN weights (a 'diverged' run), a nan fails in the job."""
+    if isinstance(value, dict):
+        for key, v in value.items():
+            check_finite(f"{where}.{key}", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_finite(f"{where}[{i}]", v)
+    elif isinstance(value, float) and not math.isfinite(value):
+        config_error(f"{where}: {value} is not a finite number (a trainer takes it as it is: an inf lr "
+                     f"trains NaN weights, a nan one fails inside the job)")
+
+
+def origin(levels, *keys):
+    """The key path of the first of keys set at the most specific of levels [(path, dict), ...]."""
+    return next((f"{where}.{key}" for where, level in levels for key in keys if key in level), None)
+
+
+def check_heads(levels, settings, defaults):
+    """Attention splits d_model into `heads` equal parts (lnrepro.core.model)."""
+    d, h = (settings.get(k, defaults[k]) for k in ("d_model", "heads"))
+    if d % h:
+        config_error(f"{origin(levels, 'heads', 'd_model')}: heads {h} does not divide d_model {d} "
+                     f"(attention splits d_model into {h} equal parts)")
+
+
+def check_batch_holds(levels, key, have, need, what, hint=""):
+    """make_batches skips a sentence (a sequence) longer than max_tokens: below the longest one the
+    data holds, the longest are dropped without a word, and at worst every one (a ZeroDivisionError)."""
+    if have < need:
+        config_error(f"{origin(levels, key) or f'{levels[0][0]}.{key}'}: {have} is below {need}, {what}: "
+                     f"batches skip longer ones, at worst all of them{hint}")
+
+
+def check_trainable():
+    """Finite numbers, heads dividing d_model, batches that hold the longest sentence or sequence."""
+    for section in ("models", "train_defaults", "runs"):
+        check_finite(section, config[section])
+    for section in ("models", "pretrain_defaults", "runs", "finetune"):
+        check_finite(f"bert.{section}", bert_section().get(section, {}))
+    for run, own in config["runs"].items():
+        s = run_settings(run)
+        levels = [(f"runs.{run}", own), ("train_defaults", config["train_defaults"]),
+                  (f"models.{s['model']}", config["models"][s["model"]])]
+        check_heads(levels, s, TRAINER_SHAPE)
+        clean_max = config["corpora"][s["corpus"]].get("clean", {}).get("max", CLEAN_MAX)
+        check_batch_holds(levels, "max_tokens", s.get("max_tokens", TRAINER_SHAPE["max_tokens"]), clean_max + 1,
+                          f"the longest training sentence corpora.{s['corpus']} keeps (clean.max {clean_max} + </s>)",
+                          f" (lower corpora.{s['corpus']}.clean.max for smaller batches)")
+    b = bert_section()
+    for run, own in b.get("runs", {}).items():
+        model = {**b.get("pretrain_defaults", {}), **own}.get("model")
+        if model not in b.get("models", {}):
+            continue  # bert.smk names it
+        s = {**BERT_SHAPE, **bert_run_settings(run)}
+        levels = [(f"bert.runs.{run}", own), ("bert.pretrain_defaults", b.get("pretrain_defaults", {})),
+                  (f"bert.models.{model}", b["models"][model])]
+        check_heads(levels, s, BERT_SHAPE)
+        check_batch_holds(levels, "max_tokens", s["max_tokens"], s["block_size"],
+                          f"{origin(levels, 'block_size') or 'block_size'}, the tokens of a sequence with [CLS]/[SEP]")
+        if s.get("short_block_size") and s.get("short_max_tokens"):  # 0: derived from max_tokens, as large
+            check_batch_holds(levels, "short_max_tokens", s["short_max_tokens"], s["short_block_size"],
+                              f"{origin(levels, 'short_block_size')}, the tokens of a short-phase sequence")
+    for where, models in (("models", config["models"]), ("bert.models", b.get("models", {}))):
+        for name, m in models.items():  # a model no run uses yet
+            if "d_model" in m and "heads" in m:
+                check_heads([(f"{where}.{name}", m)], m, m)
+
+
 check_config()
+check_trainable()
 
 
 def names_regex(names):
