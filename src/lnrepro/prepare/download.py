@@ -18,8 +18,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from .fetching import (CHUNK, ChecksumError, DownloadError, checksum_mismatch, log_line, own_temporary,
-                       run_command, verify_present)
+from .fetching import (CHUNK, ChecksumError, DownloadError, checksum_mismatch, disk_full, log_line, no_space,
+                       own_temporary, run_command, verify_present)
 
 
 class _Retryable(Exception):
@@ -46,7 +46,13 @@ def _copy_stream(src, dst, expected_size=None):
     """Copy src to the open file dst; returns (bytes, sha256)."""
     h, n = hashlib.sha256(), 0
     while block := src.read(CHUNK):
-        dst.write(block)
+        try:
+            dst.write(block)
+        except OSError as e:  # not a network error: retrying would not help, and it must not say so
+            out = dst.name.removesuffix(".tmp")  # the file being written is OUT.tmp
+            if disk_full(e):
+                raise no_space(out, out, f"downloading (after {n} bytes)", e) from e
+            raise DownloadError(f"{out}: cannot write ({e.strerror}); fix its folder and rerun") from e
         h.update(block)
         n += len(block)
     if expected_size is not None and n != expected_size:
@@ -91,8 +97,13 @@ def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None
 
     An out already present is only verified, never replaced or removed; what is removed on a
     failure is only what this call created (OUT.tmp, the fetched bytes)."""
-    sha256 = sha256.lower() if sha256 else None
-    retries = max(1, retries)  # at least one attempt
+    if os.path.isdir(out):
+        name = os.path.basename(urllib.parse.urlparse(url).path.rstrip("/")) or "FILE"
+        raise DownloadError(f"--out {out} is a directory: name the file to write, e.g. --out {os.path.join(out, name)}")
+    return _download(url, out, sha256.lower() if sha256 else None, max(1, retries), backoff, timeout, log)
+
+
+def _download(url, out, sha256, retries, backoff, timeout, log):
     name = os.path.basename(out)
     if os.path.exists(out):  # no marker tells whether this tool wrote it: a mismatch keeps it
         actual = verify_present(out, sha256)
