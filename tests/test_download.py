@@ -488,3 +488,53 @@ def test_extract_refuses_an_archive_over_a_cap(tmp_path, kind, flag, value, why)
     # a higher cap unpacks it
     main(["extract", "--archive", str(archive), "--out", str(tmp_path / "de-en"), flag, "1M" if flag == "--max-bytes" else "5"])
     assert len(list((tmp_path / "de-en" / "de-en").iterdir())) == 5
+
+
+# ---- the workflow: a rerun never deletes a file in resources/downloads/ ---------------------------
+@pytest.mark.slow
+def test_rerun_after_editing_the_sha256_keeps_the_archive_placed_by_hand(tmp_path):
+    """The offline route: a download that failed, the archive copied into resources/downloads/ by
+    hand, then its sha256 pinned in the config (or corrected, as the mismatch message advises).
+    The edit reruns download_archive; Snakemake removes that job's output first, which must not
+    be the archive."""
+    import yaml
+    from workflow_helpers import ROOT, snakemake, workflow_copy
+    (tmp_path / "wf").mkdir()
+    workdir = workflow_copy(tmp_path / "wf")
+    archive = make_tar(tmp_path / "de-en.tgz", [("de-en/train.tags.de-en.de", b"Hallo.\n")])
+    placed = workdir / "resources" / "downloads" / "de-en.tgz"
+    paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+    def run(pinned):
+        cfg = {"corpora": {"iwslt14": {**paper["corpora"]["iwslt14"],
+                                       "archives": [{"url": UNREACHABLE, "sha256": pinned}]}}}
+        (workdir / "offline.yaml").write_text(yaml.safe_dump(cfg))
+        proc = snakemake(workdir, "resources/extracted/de-en", "--cores", "1", "--configfile", "offline.yaml",
+                         check=False)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    rc, output = run(None)  # offline: the download fails and says where to put the file
+    assert rc != 0 and f"place the file there by hand:\n  {placed}" in output
+    placed.parent.mkdir(parents=True, exist_ok=True)
+    placed.write_bytes(archive.read_bytes())
+    assert run(None)[0] == 0
+    rc, output = run(sha256(archive.read_bytes()))  # pinned: download_archive reruns, verifies, keeps it
+    assert rc == 0, output[-3000:]
+    assert placed.read_bytes() == archive.read_bytes()
+    assert (workdir / "resources/extracted/de-en/de-en/train.tags.de-en.de").read_bytes() == b"Hallo.\n"
+    rc, output = run("ab" * 32)  # a wrong sha256: refused, named, and the file still kept
+    assert rc != 0 and "Traceback" not in output
+    assert f"sha256 mismatch for resources/downloads/de-en.tgz:\n  expected {'ab' * 32}" in output
+    assert "correct the sha256 in the config" in output
+    assert placed.read_bytes() == archive.read_bytes()
+    assert sorted(p.name for p in placed.parent.iterdir()) == ["de-en.tgz"]
+    # another file put there by hand: unpacking names it; deleted as advised, it is fetched again
+    assert run(sha256(archive.read_bytes()))[0] == 0
+    time.sleep(1)  # a newer modification time than the extracted folder's
+    make_tar(placed, [("de-en/other", b"x")])
+    rc, output = run(sha256(archive.read_bytes()))
+    assert rc != 0 and "lnrepro extract: ERROR: sha256 mismatch for resources/downloads/de-en.tgz:" in output
+    assert "Delete it to download it again" in output and placed.exists()
+    placed.unlink()
+    rc, output = run(sha256(archive.read_bytes()))
+    assert rc != 0 and f"cannot download {UNREACHABLE}" in output and "modification time" not in output

@@ -26,7 +26,7 @@ import tarfile
 import zipfile
 import zlib
 
-from .fetching import DownloadError, disk_full, no_space, own_temporary, run_command, verify_present
+from .fetching import DownloadError, disk_full, no_space, own_temporary, run_command, through_link, verify_present
 
 # WMT14's largest archive (commoncrawl, 876 MB) unpacks to about 2.5 GB; dev.tgz, the one with the
 # most members, has a few hundred. Far above both, far below what fills a disk by surprise.
@@ -267,7 +267,9 @@ def _move(tmp, out_dir):
 
 
 def extract(archive, out_dir, sha256=None, log=sys.stderr, max_bytes=MAX_BYTES, max_entries=MAX_ENTRIES):
-    """Verify, then unpack archive into out_dir (missing, or an empty directory). Returns the file count."""
+    """Verify, then unpack archive into out_dir (missing, or an empty directory). Returns the file count.
+    archive may be the workflow's link to it (download --link): messages name the file itself."""
+    archive = through_link(archive)
     if not os.path.isfile(archive):
         raise DownloadError(f"{archive}: no such file")
     _check_out(out_dir, archive)

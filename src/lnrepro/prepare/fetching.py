@@ -56,6 +56,14 @@ def no_space(what, path, doing, e):
                          f"while {doing}; nothing was kept: free space there (df -h {where}) and rerun")
 
 
+def through_link(path):
+    """The file a symbolic link points to (its target joined to the link's folder), so that a
+    message names the file to fix, not the workflow's link to it; any other path as it is."""
+    if not os.path.islink(path):
+        return path
+    return os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+
+
 @contextmanager
 def own_temporary(path, create, remove):
     """`path` made by create(path), removed by remove(path) if the block fails. create must
