@@ -289,10 +289,9 @@ def add_arguments(p):
     p.add_argument("--sha256", default=None, help="expected sha256 of the archive (hex); left out: not checked")
     p.add_argument("--log", default=None,
                    help="messages go here (appended); an error also to stderr; left out: stderr only")
-    p.add_argument("--max-bytes", type=parse_size, default=MAX_BYTES,
-                   help=f"refuse an archive that unpacks to more (bytes, or with K/M/G/T; default {format_size(MAX_BYTES)})")
-    p.add_argument("--max-entries", type=int, default=MAX_ENTRIES,
-                   help=f"refuse an archive with more members (default {MAX_ENTRIES})")
+    p.add_argument("--max-bytes", type=parse_size, default=format_size(MAX_BYTES),  # argparse parses it too
+                   help="refuse an archive that unpacks to more (bytes, or a number with K, M, G or T)")
+    p.add_argument("--max-entries", type=int, default=MAX_ENTRIES, help="refuse an archive with more members")
 
 
 def run(args):
