@@ -314,7 +314,7 @@ def test_paper_config_plans_the_real_chain(tmp_path):
                  "bpe_apply_glue", "binarize_glue"):
         assert f"rule {rule}:" in out, rule
     for name in ("enwiki-latest-pages-articles.xml.bz2", "RTE.zip", "msr_paraphrase_train.txt", "mrpc_dev_ids.tsv"):
-        assert f"output: resources/downloads/{name}" in out, name
+        assert f"output: resources/verified/{name}" in out, name
     assert "results/data/bert/wiki_books/bpe30000/codes" in out
 
 

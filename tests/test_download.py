@@ -321,7 +321,7 @@ def test_extract_terminated_removes_its_own_tmp(tmp_path, monkeypatch):
     """A scheduler's SIGTERM still cleans up, so the rerun finds no OUT.tmp to refuse."""
     archive = make_tar(tmp_path / "de-en.tgz", [("de-en/a", b"a")])
 
-    def killed(archive, dest):
+    def killed(archive, dest, budget):
         (tmp_path / "de-en.tmp" / "partial").write_bytes(b"x")
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(10)  # the handler interrupts this
@@ -378,3 +378,163 @@ def test_extract_refuses_unsafe_zip_and_cli_says_so(tmp_path):
     message = cli_error("extract", "--archive", tmp_path / "bad.zip", "--out", tmp_path / "bad")
     assert "lnrepro extract: ERROR:" in message and "refusing to extract" in message
     assert leftovers(tmp_path) == ["bad.zip"]
+
+
+# ---- failures say what happened and where, in one line; nothing half-extracted -------------------
+def one_line_error(*argv):
+    message = cli_error(*argv)
+    assert "\n" not in message and "Traceback" not in message, message
+    return message
+
+
+def make_zip(path, members, compression=zipfile.ZIP_STORED):
+    with zipfile.ZipFile(path, "w", compression) as z:
+        for name, data in members:
+            z.writestr(name, data)
+    return path
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs: a real full disk (ENOSPC)."""
+    mount = tmp_path / "small_disk"
+    mount.mkdir()
+    if os.system(f"mount -t tmpfs -o size=1m tmpfs {mount} 2>/dev/null") != 0:
+        pytest.skip("cannot mount a tmpfs here (not root?)")
+    yield mount
+    os.system(f"umount {mount}")
+
+
+@pytest.mark.parametrize("kind", ["tgz", "zip"])
+def test_extract_on_a_full_disk_says_the_disk_is_full(tmp_path, small_disk, kind):
+    big = bytes(3 << 20)  # 3 MiB of zeros: a tiny archive that does not fit on a 1 MiB disk
+    members = [("de-en/README", b"small"), ("de-en/train.tags.de-en.de", big)]
+    archive = make_tar(tmp_path / "de-en.tgz", members) if kind == "tgz" else \
+        make_zip(tmp_path / "de-en.zip", members, zipfile.ZIP_DEFLATED)
+    before = archive.read_bytes()
+    message = one_line_error("extract", "--archive", archive, "--out", small_disk / "de-en")
+    assert message.startswith(f"lnrepro extract: ERROR: {archive}: no space left on the disk holding {small_disk} "
+                              f"(ENOSPC) while unpacking")
+    assert "corrupt" not in message and "free space" in message
+    assert leftovers(small_disk) == []  # no de-en/, no de-en.tmp/
+    assert archive.read_bytes() == before  # a good archive is never blamed, nor touched
+
+
+def test_download_on_a_full_disk_says_so_and_is_not_retried(tmp_path, small_disk):
+    (tmp_path / "src.tgz").write_bytes(os.urandom(3 << 20))
+    log = io.StringIO()
+    with pytest.raises(DownloadError) as e:
+        download((tmp_path / "src.tgz").as_uri(), str(small_disk / "de-en.tgz"), retries=3, backoff=0, log=log)
+    assert str(e.value).startswith(f"{small_disk / 'de-en.tgz'}: no space left on the disk holding {small_disk} "
+                                   f"(ENOSPC) while downloading")
+    assert "attempt 2" not in log.getvalue() and leftovers(small_disk) == []
+
+
+def test_extract_zip_with_a_crc_error_is_one_message(tmp_path):
+    archive = make_zip(tmp_path / "RTE.zip", [("RTE/train.tsv", b"index\tsentence1\n" * 100)])
+    data = bytearray(archive.read_bytes())
+    data[data.index(b"index\tsentence1") + 5] ^= 0xFF  # one payload byte changed: the CRC no longer matches
+    archive.write_bytes(bytes(data))
+    message = one_line_error("extract", "--archive", archive, "--out", tmp_path / "RTE")
+    assert message.startswith(f"lnrepro extract: ERROR: {archive}: not a readable tar/zip archive (")
+    assert "CRC" in message and f"delete {archive} and rerun to download it again" in message
+    assert leftovers(tmp_path) == ["RTE.zip"]
+
+
+CLASHES = [("a file, then a file inside it", [("de-en/a", b"x"), ("de-en/a/b", b"y")]),
+           ("a folder, then a file of its name", [("de-en/a/b", b"y"), ("de-en/a", b"x")])]
+
+
+@pytest.mark.parametrize("kind", ["tgz", "zip"])
+@pytest.mark.parametrize("case, members", CLASHES, ids=[c[0] for c in CLASHES])
+def test_extract_names_a_file_folder_clash(tmp_path, kind, case, members):
+    archive = make_tar(tmp_path / "de-en.tgz", members) if kind == "tgz" else make_zip(tmp_path / "de-en.zip", members)
+    message = one_line_error("extract", "--archive", archive, "--out", tmp_path / "de-en")
+    assert message.startswith(f"lnrepro extract: ERROR: {archive}: 'de-en/a' is both a file and a folder in "
+                              f"the archive; refusing to extract")
+    assert "nothing was kept" in message
+    assert leftovers(tmp_path) == [archive.name]
+
+
+def test_download_to_a_directory_is_one_message(tmp_path):
+    (tmp_path / "src.tgz").write_bytes(b"right")
+    (tmp_path / "downloads").mkdir()
+    before = snapshot(tmp_path)
+    message = one_line_error("download", "--url", tmp_path / "src.tgz", "--out", tmp_path / "downloads")
+    assert message == (f"lnrepro download: ERROR: --out {tmp_path / 'downloads'} is a directory: name the file "
+                       f"to write, e.g. --out {tmp_path / 'downloads' / 'src.tgz'}")
+    assert snapshot(tmp_path) == before
+
+
+# ---- caps on what an archive may unpack to --------------------------------------------------------
+def test_extract_caps_are_far_above_the_real_archives():
+    from lnrepro.prepare.extract import MAX_BYTES, MAX_ENTRIES
+    # WMT14's largest archive (commoncrawl) unpacks to about 2.5 GB; dev.tgz has a few hundred files
+    assert MAX_BYTES >= 20 << 30 and MAX_ENTRIES >= 10_000
+
+
+@pytest.mark.parametrize("kind", ["tgz", "zip"])
+@pytest.mark.parametrize("flag, value, why", [("--max-bytes", "1K", "unpacks to more than 1K bytes"),
+                                              ("--max-entries", "3", "has more than 3 entries")])
+def test_extract_refuses_an_archive_over_a_cap(tmp_path, kind, flag, value, why):
+    members = [(f"de-en/{i}.txt", bytes(300)) for i in range(5)]
+    archive = make_tar(tmp_path / "de-en.tgz", members) if kind == "tgz" else make_zip(tmp_path / "de-en.zip", members)
+    message = one_line_error("extract", "--archive", archive, "--out", tmp_path / "de-en", flag, value)
+    assert message.startswith(f"lnrepro extract: ERROR: {archive}: {why} (the cap, {flag} {value}); "
+                              f"refusing to extract it, nothing was kept")
+    assert message.endswith(f"unpack it with a higher cap: lnrepro extract --archive {archive} "
+                            f"--out {tmp_path / 'de-en'} {flag} {'2K' if flag == '--max-bytes' else '6'}")
+    assert leftovers(tmp_path) == [archive.name]
+    # a higher cap unpacks it
+    main(["extract", "--archive", str(archive), "--out", str(tmp_path / "de-en"), flag, "1M" if flag == "--max-bytes" else "5"])
+    assert len(list((tmp_path / "de-en" / "de-en").iterdir())) == 5
+
+
+# ---- the workflow: a rerun never deletes a file in resources/downloads/ ---------------------------
+@pytest.mark.slow
+def test_rerun_after_editing_the_sha256_keeps_the_archive_placed_by_hand(tmp_path):
+    """The offline route: a download that failed, the archive copied into resources/downloads/ by
+    hand, then its sha256 pinned in the config (or corrected, as the mismatch message advises).
+    The edit reruns download_archive; Snakemake removes that job's output first, which must not
+    be the archive."""
+    import yaml
+    from workflow_helpers import ROOT, snakemake, workflow_copy
+    (tmp_path / "wf").mkdir()
+    workdir = workflow_copy(tmp_path / "wf")
+    archive = make_tar(tmp_path / "de-en.tgz", [("de-en/train.tags.de-en.de", b"Hallo.\n")])
+    placed = workdir / "resources" / "downloads" / "de-en.tgz"
+    paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+    def run(pinned):
+        cfg = {"corpora": {"iwslt14": {**paper["corpora"]["iwslt14"],
+                                       "archives": [{"url": UNREACHABLE, "sha256": pinned}]}}}
+        (workdir / "offline.yaml").write_text(yaml.safe_dump(cfg))
+        proc = snakemake(workdir, "resources/extracted/de-en", "--cores", "1", "--configfile", "offline.yaml",
+                         check=False)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    rc, output = run(None)  # offline: the download fails and says where to put the file
+    assert rc != 0 and f"place the file there by hand:\n  {placed}" in output
+    placed.parent.mkdir(parents=True, exist_ok=True)
+    placed.write_bytes(archive.read_bytes())
+    assert run(None)[0] == 0
+    rc, output = run(sha256(archive.read_bytes()))  # pinned: download_archive reruns, verifies, keeps it
+    assert rc == 0, output[-3000:]
+    assert placed.read_bytes() == archive.read_bytes()
+    assert (workdir / "resources/extracted/de-en/de-en/train.tags.de-en.de").read_bytes() == b"Hallo.\n"
+    rc, output = run("ab" * 32)  # a wrong sha256: refused, named, and the file still kept
+    assert rc != 0 and "Traceback" not in output
+    assert f"sha256 mismatch for resources/downloads/de-en.tgz:\n  expected {'ab' * 32}" in output
+    assert "correct the sha256 in the config" in output
+    assert placed.read_bytes() == archive.read_bytes()
+    assert sorted(p.name for p in placed.parent.iterdir()) == ["de-en.tgz"]
+    # another file put there by hand: unpacking names it; deleted as advised, it is fetched again
+    assert run(sha256(archive.read_bytes()))[0] == 0
+    time.sleep(1)  # a newer modification time than the extracted folder's
+    make_tar(placed, [("de-en/other", b"x")])
+    rc, output = run(sha256(archive.read_bytes()))
+    assert rc != 0 and "lnrepro extract: ERROR: sha256 mismatch for resources/downloads/de-en.tgz:" in output
+    assert "Delete it to download it again" in output and placed.exists()
+    placed.unlink()
+    rc, output = run(sha256(archive.read_bytes()))
+    assert rc != 0 and f"cannot download {UNREACHABLE}" in output and "modification time" not in output

@@ -77,7 +77,8 @@ def bert_generator_flags(wildcards):
 
 
 def downloaded(entry):
-    return f"resources/downloads/{archive_name(entry)}"
+    """download_archive's link to the verified file in resources/downloads/ (download.smk)."""
+    return f"resources/verified/{archive_name(entry)}"
 
 
 def wikipedia_dump(wildcards):

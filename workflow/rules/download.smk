@@ -1,6 +1,10 @@
 # Archives of the real corpora: fetched into resources/downloads/, verified by the sha256 in the
 # config, unpacked safely into resources/extracted/<name without extension>/. A file placed in
-# resources/downloads/ by hand (no network on this machine) is used as is: unpacking verifies it.
+# resources/downloads/ by hand (no network on this machine) is used as is: it is verified.
+# download_archive's output is resources/verified/<name>, a link to resources/downloads/<name>,
+# never the file itself: Snakemake removes a job's outputs before it reruns it (after the url or
+# sha256 in the config changed), which then removes the link only, and the job verifies the file
+# against the new sha256 and keeps it. Nothing in resources/downloads/ is ever deleted by a rerun.
 # Failures print one message to the terminal as well as to the log.
 
 
@@ -39,6 +43,20 @@ def collect_archives():
 ARCHIVES, ARCHIVE_STEMS = collect_archives()
 
 
+def drop_dangling_links():
+    """A link in resources/verified/ whose file was deleted from resources/downloads/ (to fetch it
+    again, as a sha256 mismatch advises) is removed before Snakemake plans: it holds no data, and
+    Snakemake cannot plan with it (listed, then without a modification time). Its absence then
+    reruns download_archive, as a missing file did before."""
+    for name in ARCHIVES:
+        link = f"resources/verified/{name}"
+        if os.path.islink(link) and not os.path.exists(link):
+            os.remove(link)
+
+
+drop_dangling_links()
+
+
 def files_regex(names, none):
     return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or none
 
@@ -50,7 +68,7 @@ def download_flags(wildcards):
 
 
 def archive_file(wildcards):
-    return f"resources/downloads/{ARCHIVE_STEMS[wildcards.unpacked]}"
+    return f"resources/verified/{ARCHIVE_STEMS[wildcards.unpacked]}"
 
 
 def extract_flags(wildcards):
@@ -60,17 +78,18 @@ def extract_flags(wildcards):
 
 rule download_archive:
     output:
-        "resources/downloads/{archive}",
+        "resources/verified/{archive}",
     wildcard_constraints:
         archive=files_regex(ARCHIVES, "NO_ARCHIVES"),
     params:
         flags=download_flags,
+        file="resources/downloads/{archive}",
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/download/{archive}.log",
     shell:
-        "lnrepro download {params.flags} --out {output} --log {log}"
+        "lnrepro download {params.flags} --out {params.file} --link {output} --log {log}"
 
 
 rule extract_archive:

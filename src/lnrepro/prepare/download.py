@@ -9,6 +9,11 @@ to fix it; an `OUT.tmp` this call did not create is refused, not overwritten. Ne
 are retried with exponential backoff; when every attempt fails, one message says which URL
 could not be fetched and where to put the file by hand (a cluster's compute nodes often have
 no network while its login node does).
+
+With --link, a symbolic link to OUT is made once OUT is verified: the workflow's output. Snakemake
+removes a job's outputs before it reruns the job (after the URL or sha256 in the config changed);
+it then removes only the link, and the file it points to, downloaded or placed by hand, is
+verified again against the new sha256 and kept.
 """
 import hashlib
 import http.client
@@ -18,8 +23,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from .fetching import (CHUNK, ChecksumError, DownloadError, checksum_mismatch, log_line, own_temporary,
-                       run_command, verify_present)
+from .fetching import (CHUNK, ChecksumError, DownloadError, checksum_mismatch, disk_full, log_line, no_space,
+                       own_temporary, run_command, verify_present)
 
 
 class _Retryable(Exception):
@@ -46,7 +51,13 @@ def _copy_stream(src, dst, expected_size=None):
     """Copy src to the open file dst; returns (bytes, sha256)."""
     h, n = hashlib.sha256(), 0
     while block := src.read(CHUNK):
-        dst.write(block)
+        try:
+            dst.write(block)
+        except OSError as e:  # not a network error: retrying would not help, and it must not say so
+            out = dst.name.removesuffix(".tmp")  # the file being written is OUT.tmp
+            if disk_full(e):
+                raise no_space(out, out, f"downloading (after {n} bytes)", e) from e
+            raise DownloadError(f"{out}: cannot write ({e.strerror}); fix its folder and rerun") from e
         h.update(block)
         n += len(block)
     if expected_size is not None and n != expected_size:
@@ -86,13 +97,34 @@ def manual_placement_hint(url, out, sha256):
             f"then rerun Snakemake; it is verified and nothing is downloaded again.")
 
 
-def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None):
+def make_link(out, link):
+    """link -> out, a relative symbolic link. A link already there is replaced (a link holds no
+    data); anything else at that path is refused, untouched."""
+    if os.path.lexists(link) and not os.path.islink(link):
+        raise DownloadError(f"--link {link} exists and is not a symbolic link; it was left untouched: "
+                            f"move it away and rerun")
+    os.makedirs(os.path.dirname(os.path.abspath(link)), exist_ok=True)
+    if os.path.islink(link):
+        os.remove(link)
+    os.symlink(os.path.relpath(os.path.abspath(out), os.path.dirname(os.path.abspath(link))), link)
+
+
+def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None, link=None):
     """Fetch url to out (atomically); returns the file's sha256. Raises DownloadError.
 
     An out already present is only verified, never replaced or removed; what is removed on a
-    failure is only what this call created (OUT.tmp, the fetched bytes)."""
-    sha256 = sha256.lower() if sha256 else None
-    retries = max(1, retries)  # at least one attempt
+    failure is only what this call created (OUT.tmp, the fetched bytes). link: made to point
+    to out once out is verified (see the module's docstring)."""
+    if os.path.isdir(out):
+        name = os.path.basename(urllib.parse.urlparse(url).path.rstrip("/")) or "FILE"
+        raise DownloadError(f"--out {out} is a directory: name the file to write, e.g. --out {os.path.join(out, name)}")
+    actual = _download(url, out, sha256.lower() if sha256 else None, max(1, retries), backoff, timeout, log)
+    if link:
+        make_link(out, link)
+    return actual
+
+
+def _download(url, out, sha256, retries, backoff, timeout, log):
     name = os.path.basename(out)
     if os.path.exists(out):  # no marker tells whether this tool wrote it: a mismatch keeps it
         actual = verify_present(out, sha256)
@@ -139,8 +171,11 @@ def add_arguments(p):
     p.add_argument("--timeout", type=float, default=60, help="socket timeout in seconds")
     p.add_argument("--log", default=None,
                    help="progress goes here (appended); a failure is also printed to stderr")
+    p.add_argument("--link", default=None,
+                   help="once OUT is verified, make this path a symbolic link to it (the workflow's "
+                        "output: removing and remaking it never touches OUT)")
 
 
 def run(args):
     run_command("download", args.log, lambda log: download(
-        args.url, args.out, args.sha256, args.retries, args.backoff, args.timeout, log))
+        args.url, args.out, args.sha256, args.retries, args.backoff, args.timeout, log, args.link))

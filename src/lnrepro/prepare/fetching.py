@@ -1,7 +1,10 @@
 """What the download and extract commands share: their one error type, the sha256 of a file they
-did not create, temporaries they own, and running as a command that fails with one message.
+did not create, temporaries they own, a full disk said as such, and running as a command that
+fails with one message.
 """
+import errno
 import hashlib
+import os
 import signal
 import sys
 from contextlib import contextmanager
@@ -42,6 +45,25 @@ def verify_present(path, sha256):
     return actual
 
 
+def disk_full(e):
+    return isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def no_space(what, path, doing, e):
+    """The one wording of a full disk (or quota): which file, which folder's disk, the fix."""
+    where = os.path.dirname(os.path.abspath(path))
+    return DownloadError(f"{what}: no space left on the disk holding {where} ({errno.errorcode[e.errno]}) "
+                         f"while {doing}; nothing was kept: free space there (df -h {where}) and rerun")
+
+
+def through_link(path):
+    """The file a symbolic link points to (its target joined to the link's folder), so that a
+    message names the file to fix, not the workflow's link to it; any other path as it is."""
+    if not os.path.islink(path):
+        return path
+    return os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+
+
 @contextmanager
 def own_temporary(path, create, remove):
     """`path` made by create(path), removed by remove(path) if the block fails. create must
@@ -78,13 +100,16 @@ def _exit_on_sigterm(command):
 
 
 def run_command(command, log_path, work):
-    """Run work(log) as `lnrepro COMMAND`: a DownloadError ends it with one message on stderr
-    (and in the log, appended to log_path), never a traceback."""
+    """Run work(log) as `lnrepro COMMAND`: a DownloadError, or an OSError (a file that cannot be
+    read or written), ends it with one message on stderr (and in the log, appended to log_path),
+    never a traceback."""
     log = open(log_path, "a", encoding="utf-8") if log_path else None
     try:
         with _exit_on_sigterm(command):
             work(log)
-    except DownloadError as e:
+    except (DownloadError, OSError) as e:
+        if isinstance(e, OSError):  # not foreseen where it happened: the file and the system's reason
+            e = f"{e.filename or 'a file'}: {e.strerror or e}; fix that file or its folder and rerun"
         message = f"lnrepro {command}: ERROR: {e}"
         if log:
             log_line(log, message)
