@@ -168,6 +168,8 @@ CASES = [
     pytest.param(stat("fit_exponent", max=-0.2), {"fig3": fig3(p=[1, 1])}, 0, "FAIL", id="fit_exponent-flat"),
     pytest.param(DIVIDED, {"fig3": fig3(after=[0.25, 0.25], init=[1, 1])}, 0.25, "PASS", id="divide_by"),
     pytest.param(DIVIDED, {"fig3": fig3(after=[1, 1], init=[1, 1])}, 1, "FAIL", id="divide_by-no-drop"),
+    pytest.param(DIVIDED, {"fig3": fig3(after=[1, 1], init=[0, 0])}, math.inf, "FAIL", id="divide_by-zero-is-inf"),
+    pytest.param(DIVIDED, {"fig3": fig3(after=[0, 0], init=[0, 0])}, NAN, "FAIL", id="divide_by-zero-by-zero-is-nan"),
     pytest.param(stat("min", min=0), {"fig3": fig3(p=[0, 1])}, 0, "PASS", id="min-exactly-min"),
     pytest.param(stat("min", min=0), {"fig3": fig3(p=[1, -0.5])}, -0.5, "FAIL", id="min-below"),
     pytest.param(stat("max", max=1), {"fig3": fig3(p=[0, 1])}, 1, "PASS", id="max-exactly-max"),

@@ -205,6 +205,13 @@ def paired_difference(rows, other, x, y, covers=False):
     return both.assign(**{y: both[y] - both[f"{y}_minus"]})
 
 
+def ratio(a, b):
+    """a / b as IEEE floats: x / 0 is +-inf, 0 / 0 NaN (a run scoring BLEU 0 is a number, not a crash)."""
+    if b == 0:
+        return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a)
+    return a / b
+
+
 def table_claim(spec, runs_dir, tables):
     table = tables[spec["source"]]
     x, y, stat = spec.get("x", "x"), spec.get("y", "mean" if "mean" in table else "measured"), spec["statistic"]
@@ -218,7 +225,7 @@ def table_claim(spec, runs_dir, tables):
     if spec.get("divide_by"):
         denominator = statistic(selected(table, spec["divide_by"], spec, y, "divide_by"), stat, x, y)
         detail += f": {value:.3g} / {denominator:.3g}"
-        value /= denominator
+        value = ratio(value, denominator)
     return value, detail
 
 
