@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from lnrepro.cli import main
+from lnrepro.core.loop import alive  # an orphan's zombie, not reaped where no init reaps, does not count
 from lnrepro.core.translation import TrainConfig, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -194,15 +195,6 @@ def train_command(out, data, epochs):
     return args
 
 
-def running(pid):
-    """Whether pid runs (an orphan's zombie, not reaped where no init reaps, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_the_rules_exec_the_trainer_so_it_is_snakemakes_own_child():
     for rules, command in (("train.smk", '"exec lnrepro train '), ("bert.smk", '"exec lnrepro pretrain ')):
         assert command in open(os.path.join(ROOT, "workflow", "rules", rules)).read()
@@ -226,13 +218,13 @@ def test_a_trainer_whose_snakemake_is_killed_stops_and_resumes(toy_data, tmp_pat
     deadline = time.time() + 120
     while not (run / "checkpoints" / "epoch1.pt").exists() and time.time() < deadline:
         time.sleep(0.05)
-    assert running(trainer), log.read_text()
+    assert alive(trainer), log.read_text()
     snakemake.kill()  # SIGKILL: no clean-up of its own
     snakemake.wait()
     killed = time.time()
-    while running(trainer) and time.time() < killed + 3:
+    while alive(trainer) and time.time() < killed + 3:
         time.sleep(0.05)
-    assert not running(trainer), "the trainer runs on as an orphan"
+    assert not alive(trainer), "the trainer runs on as an orphan"
     text = log.read_text()
     assert "died (Snakemake or its job step killed?); a rerun resumes from" in text, text
     assert not (run / "metrics.csv").exists()
