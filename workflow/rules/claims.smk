@@ -3,6 +3,8 @@
 # entries: another range or setting and why). A claim whose runs or results table this config does
 # not define is a row that says so, never left out. Editing a range reruns only this job.
 
+import functools
+
 import yaml
 
 CLAIMS_FILE = "config/claims.yaml"  # relative to the Snakefile's folder
@@ -43,7 +45,7 @@ def load_claims_file():
 
 
 PAPER_CLAIMS = load_claims_file()
-SCALE_WORDS = ("scaled", "seed_spread", "note", "not_at_this_scale")
+SCALE_WORDS = ("scaled", "seed_spread", "note", "not_at_this_scale")  # = lnrepro.analyses.claims.SCALE_ONLY
 
 
 def check_claims_config():
@@ -96,6 +98,7 @@ def scaled_claim(name):
     return {**PAPER_CLAIMS["claims"][name], **{k: v for k, v in scale.items() if k not in SCALE_WORDS}}
 
 
+@functools.cache  # the config is fixed once parsed: spec, inputs, tables and targets share one pass
 def measured_claims():
     """Each claim with this config's scale, where the paper says it, and what it cannot measure."""
     scales = config.get("claims") or {}
