@@ -273,7 +273,7 @@ def check_config():
 # lnrepro.training.pretrain.PretrainConfig); not TRAINER_DEFAULTS, whose values reach rules' params
 TRAINER_SHAPE = {"d_model": 512, "heads": 4, "max_tokens": 4096}
 BERT_SHAPE = {"d_model": 768, "heads": 12, "max_tokens": 4096, "block_size": 512}
-CLEAN_MAX = 175  # clean-corpus-n's max where a corpus sets no clean.max (data.smk's clean_flags)
+CLEAN_MAX = 175  # clean-corpus-n's max where a corpus sets no clean.max (also data.smk's clean_flags)
 
 
 def check_finite(where, value):
