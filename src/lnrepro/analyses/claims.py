@@ -3,7 +3,8 @@
 Claims are data (config/claims.yaml); each names a kind, the inputs it compares and the paper's
 range ``[min, max]`` for our number. Kinds:
 - ``gap``: metric(a) - metric(b) of two runs (|...| with ``abs: true``), at the final or best epoch
-  or at a given epoch (``at: 1``: how fast each run starts);
+  or at a given epoch (``at: 1``: how fast each run starts); runs of different lengths are read up to
+  the last epoch all of them trained (as ``dominates``'s);
 - ``level``: metric(a) itself, at the final or best epoch or a given one (a paper's own number);
 - ``sooner``: how much sooner run a reaches a target than run b: with ``target: final`` (default) a's
   first epoch at b's final value over b's epochs; ``target: N`` (an int) b's value at its epoch N, a's
@@ -70,10 +71,13 @@ def worst(metric):
     return 0.0 if HIGHER_IS_BETTER[metric] else math.inf
 
 
-def run_value(runs_dir, run, metric, at="final"):
+def run_value(runs_dir, run, metric, at="final", until=None):
     """The run's value at its final or best epoch, or at epoch `at` (a number). A run that diverged
-    before it has the worst value; one that did not but stopped sooner cannot be measured there."""
+    before it has the worst value; one that did not but stopped sooner cannot be measured there.
+    `until` ends the run there for `final` and `best` (see shared_end)."""
     epochs, values = curve(runs_dir, run, metric)
+    if until is not None:
+        epochs, values = epochs[epochs <= until], values[epochs <= until]
     if isinstance(at, int):
         values = values[epochs == at]
         if len(values) == 0 and not diverged(runs_dir, run):
@@ -86,15 +90,30 @@ def run_value(runs_dir, run, metric, at="final"):
     return float(values[-1])
 
 
-def at_text(at):
+def at_text(at, until=None):
+    if until is not None:
+        return f"{at} up to epoch {until}, the last all of them trained"
     return f"epoch {at}" if isinstance(at, int) else at
+
+
+def shared_end(runs_dir, runs, metric, at):
+    """Where runs of different lengths are compared at their final or best epoch, the last epoch every
+    one of them that did not diverge reached (None where their lengths agree): the papers compare runs
+    trained equally long, so a run the demo trains longer (Fig 4's two converging runs) is read up to
+    where the others stop. A diverged run's length is not a horizon: it stopped by failing."""
+    if isinstance(at, int):
+        return None
+    lengths = {r: curve(runs_dir, r, metric)[0] for r in runs if not diverged(runs_dir, r)}
+    ends = {int(epochs.max()) for epochs in lengths.values() if len(epochs)}
+    return min(ends) if len(ends) > 1 else None
 
 
 def gap(spec, runs_dir, tables):
     metric, at = spec["metric"], spec.get("at", "final")
-    a, b = run_value(runs_dir, spec["a"], metric, at), run_value(runs_dir, spec["b"], metric, at)
+    until = shared_end(runs_dir, (spec["a"], spec["b"]), metric, at)
+    a, b = (run_value(runs_dir, spec[k], metric, at, until) for k in ("a", "b"))
     value = abs(a - b) if spec.get("abs") else a - b
-    return value, f"{metric} ({at_text(at)}): {spec['a']} {a:.3g}, {spec['b']} {b:.3g}"
+    return value, f"{metric} ({at_text(at, until)}): {spec['a']} {a:.3g}, {spec['b']} {b:.3g}"
 
 
 def level(spec, runs_dir, tables):
@@ -135,10 +154,11 @@ def sooner(spec, runs_dir, tables):
 
 def dominates(spec, runs_dir, tables):
     metric, at = spec["metric"], spec.get("at", "final")
-    v = {k: run_value(runs_dir, spec[k], metric, at) for k in RUN_KEYS}
+    until = shared_end(runs_dir, {spec[k] for k in RUN_KEYS}, metric, at)
+    v = {k: run_value(runs_dir, spec[k], metric, at, until) for k in RUN_KEYS}
     big, small = abs(v["a"] - v["b"]), abs(v["c"] - v["d"])
     ratio = big / small if small > 0 else math.inf
-    return ratio, (f"{metric} ({at_text(at)}): abs({spec['a']} - {spec['b']}) = {big:.3g} vs "
+    return ratio, (f"{metric} ({at_text(at, until)}): abs({spec['a']} - {spec['b']}) = {big:.3g} vs "
                    f"abs({spec['c']} - {spec['d']}) = {small:.3g}")
 
 
