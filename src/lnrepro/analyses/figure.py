@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .outcomes import divergence_text  # noqa: E402
-from .plotting import NORM_LABELS, save_figure  # noqa: E402
+from .plotting import NORM_LABELS, legend, save_figure  # noqa: E402
 
 METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
                  "grad_norm": "gradient norm", "lr": "learning rate", "valid_ppl": "validation perplexity"}
@@ -181,7 +181,7 @@ def draw(spec, table, pdf):
         if panel.get("ylim"):
             ax.set_ylim(*panel["ylim"])
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        legend(ax)
     for j in range(len(panels), nrows * ncols):
         axes[j // ncols][j % ncols].axis("off")
     capped = "\nCAPPED (training_cap): a smoke test, not a result" if table.capped.any() else ""

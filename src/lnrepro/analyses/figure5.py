@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 
 from ..training.finetune import seeds_note  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
-from .plotting import NORM_LABELS, save_figure  # noqa: E402
+from .plotting import NORM_LABELS, legend, save_figure  # noqa: E402
 
 
 def add_arguments(p):
@@ -110,7 +110,7 @@ def draw(spec, table, pdf):
         ax.set_xlabel("pre-training updates")
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        legend(ax)
     capped = "\nCAPPED (training_cap): a smoke test, not a result" if table.capped.any() else ""
     save_figure(fig, spec["title"] + capped, pdf)
 

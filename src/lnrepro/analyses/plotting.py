@@ -1,15 +1,41 @@
-"""What the analyses' figures share: the headless backend, the norms' names, how a figure is saved."""
+"""What the analyses' figures share: the headless backend, the fonts, the norms' names, how a figure is saved."""
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")  # figures are drawn by pipeline jobs, without a display
+# TrueType fonts embedded in the PDF (and PS), not matplotlib's default Type 3 (glyphs as drawing
+# procedures): the text stays selectable and searchable, and checkers that reject Type 3 pass it
+matplotlib.rcParams["pdf.fonttype"] = 42
+matplotlib.rcParams["ps.fonttype"] = 42
 import matplotlib.pyplot as plt  # noqa: E402
 
 NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin", "fixup": "FixUp"}
 
 
+def fit_title(fig, title, fontsize=11):
+    """The figure's title, wrapped at spaces until each line is narrower than the figure: a title
+    longer than the figure is wide (Liu et al. Fig 3's and 11's) was cut off at both edges."""
+    text = fig.suptitle(title, fontsize=fontsize)
+    renderer = fig.canvas.get_renderer()
+    width = max(len(line) for line in title.split("\n"))
+    while text.get_window_extent(renderer).width > 0.95 * fig.bbox.width and width > 20:
+        width -= 4
+        text.set_text("\n".join(textwrap.fill(line, width) for line in title.split("\n")))
+    return text
+
+
+def legend(ax, fontsize=7, width=60):
+    """The axes' legend, each label wrapped at `width` characters: a run's label with its notes
+    ('...: diverged before its first checkpoint (update N) [CAPPED]') is wider than a panel, and
+    the legend ran off the figure's edge."""
+    handles, labels = ax.get_legend_handles_labels()
+    return ax.legend(handles, [textwrap.fill(label, width) for label in labels], fontsize=fontsize)
+
+
 def save_figure(fig, title, pdf, tight=True):
     """Every figure of the package ends the same way: its title, the PDF, the memory freed."""
-    fig.suptitle(title, fontsize=11)
+    fit_title(fig, title)
     if tight:
         fig.tight_layout()
     fig.savefig(pdf)
