@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..args import json_object
 from .outcomes import outcome
 from .plotting import NORM_LABELS
 
@@ -140,7 +141,7 @@ def table1_markdown(rows, title, note):
 
 def add_arguments(p):
     p.add_argument("--table", type=int, choices=[1, 2], required=True, help="which of Liu et al.'s tables")
-    p.add_argument("--spec", required=True, help="JSON: table1 or table2, converged_below, average_last {run: N}")
+    p.add_argument("--spec", required=True, type=json_object(), help="JSON: table1 or table2, converged_below, average_last {run: N}")
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu*.csv")
     p.add_argument("--vanishing", default=None,
                    help="the summary CSV of lnrepro gradient-vanishing: needed by Table 1, unused by Table 2")
