@@ -44,8 +44,32 @@ PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dro
               "max_tokens", "label_smoothing", "device")
 
 
-def config_error(msg):
-    raise WorkflowError(f"config: {msg}")
+def stop(line, detail=()):
+    """One line, a blank line and a few of detail, then exit before any job runs: what a schema error
+    prints (validate_config). A WorkflowError added three frames of this file to the line."""
+    print(line + ("\n\n" + "\n".join(f"  {d}" for d in detail) if detail else ""), file=sys.stderr)
+    sys.exit(1)
+
+
+def config_error(msg, detail=()):
+    stop(f"config: {msg}", detail)
+
+
+NAMES_SHOWN = 6  # config/config.yaml has 46 runs: a list of them all hides the one line that matters
+
+
+def some_names(name, names):
+    """A few of names, the closest to name first, and how many more."""
+    shown = difflib.get_close_matches(str(name), names, n=NAMES_SHOWN, cutoff=0)
+    more = f" and {len(names) - len(shown)} more" if len(names) > len(shown) else ""
+    return f"{', '.join(shown)}{more}" if names else "none"
+
+
+def unknown_name(where, name, kind, section, names):
+    """A name looked up in a section (a run's corpus, a figure's run) that is not there: the closest
+    as "did you mean", then a few of the section's names."""
+    names = sorted(map(str, names))
+    config_error(f"{where}: '{name}' is not {kind}{did_you_mean(name, names)}", [f"{section}: {some_names(name, names)}"])
 
 
 def note_missing_input(key, path, consequence):
@@ -118,9 +142,7 @@ def validate_config():
         cause = e.__context__
         if not isinstance(cause, jsonschema.ValidationError):
             raise
-        msg, detail = schema_error_lines(cause)
-        print(f"config: {msg}\n\n" + "\n".join(f"  {line}" for line in detail), file=sys.stderr)
-        sys.exit(1)
+        config_error(*schema_error_lines(cause))
 
 
 validate_config()
@@ -226,7 +248,7 @@ def check_config():
             if key not in s:
                 config_error(f"runs.{run}: no '{key}' (set it in the run or in train_defaults)")
             if s[key] not in config[table]:
-                config_error(f"runs.{run}.{key}: '{s[key]}' is not one of {sorted(config[table])}")
+                unknown_name(f"runs.{run}.{key}", s[key], f"a {key}", table, config[table])
         if run_norms(run) not in NORM_PAIRS:
             config_error(f"runs.{run}: enc_norm/dec_norm {'/'.join(run_norms(run))} cannot be built: Admin "
                          f"re-weights Post-LN residuals, so it pairs with admin or post only; fixup is both "
@@ -241,7 +263,7 @@ def check_config():
         for i, panel in enumerate(spec["panels"]):
             for run in panel["runs"]:
                 if run not in config["runs"]:
-                    config_error(f"figures.{fig}.panels[{i}].runs: '{run}' is not a run ({sorted(config['runs'])})")
+                    unknown_name(f"figures.{fig}.panels[{i}].runs", run, "a run", "runs", config["runs"])
     for name, c in config["corpora"].items():
         if c["source"] == "generated" and "generator" not in c:
             config_error(f"corpora.{name}: source 'generated' needs a 'generator' entry")
@@ -398,3 +420,4 @@ def cap_flags(rounds, round_updates):
     """The trainer's cap flags; none where the config caps nothing, so real runs' params stay."""
     cap = {k: v for k, v in (("max_rounds", rounds), ("max_round_updates", round_updates)) if v}
     return f" {cli_flags(cap)}" if cap else ""
+

@@ -1,0 +1,50 @@
+"""Every error a user meets before any job runs is one line, then a few of detail (issue 31): a name
+the config looks up and lacks (with the closest one), an error of config/claims.yaml. Dry runs of the
+real workflow in a scratch copy, a few seconds each."""
+import pytest
+import yaml
+
+from workflow_helpers import ROOT, snakemake, workflow_copy
+
+
+def edited_config(workdir, edit):
+    cfg = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    edit(cfg)
+    (workdir / "edited.yaml").write_text(yaml.safe_dump(cfg))
+    return "edited.yaml"
+
+
+def failed_lines(proc):
+    """The lines a failed dry run printed; it must have printed few and no Python frame."""
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert proc.returncode != 0
+    assert len(lines) < 10 and not any(line.lstrip().startswith("File ") for line in lines), "\n".join(lines)
+    return lines
+
+
+@pytest.mark.parametrize("edit, first, detail", [
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(corpus="deen2"),
+     "config: runs.adam_5e-4_nowarm.corpus: 'deen2' is not a corpus (did you mean 'deen'?)",
+     "  corpora: deen, ende"),
+    # a figure's run among the demo's 46: the closest first, not all of them
+    (lambda c: c["figures"]["fig2"]["panels"][0]["runs"].append("adam_5e-4_nowarn"),
+     "config: figures.fig2.panels[0].runs: 'adam_5e-4_nowarn' is not a run (did you mean 'adam_5e-4_nowarm'?)",
+     "  runs: adam_5e-4_nowarm, adam_1e-3_nowarm, adam_5e-4_warm500, adam_5e-4_warm4000, sgd_5e-3_nowarm, "
+     "preln_5e-4_nowarm and 40 more"),
+], ids=["run_corpus", "figure_run"])
+def test_an_unknown_name_is_one_line_with_the_closest(tmp_path, edit, first, detail):
+    workflow_copy(tmp_path)
+    proc = snakemake(tmp_path, "-n", "--configfile", edited_config(tmp_path, edit), check=False)
+    assert failed_lines(proc) == [first, "", detail]
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_error_of_the_claims_file_is_one_line(tmp_path):
+    """config/claims.yaml's own cross-references: a WorkflowError with frames of claims.smk before."""
+    workflow_copy(tmp_path)
+    path = tmp_path / "config" / "claims.yaml"
+    claims = yaml.safe_load(path.read_text())
+    claims["claims"]["warmup_essential_adam_5e-4"]["figure"] = "fig2x"
+    path.write_text(yaml.safe_dump(claims))
+    assert failed_lines(snakemake(tmp_path, "-n", check=False)) == [
+        "config/claims.yaml: claims.warmup_essential_adam_5e-4.figure: 'fig2x' has no entry in places (did you mean 'fig2'?)"]
