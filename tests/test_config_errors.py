@@ -1,6 +1,6 @@
 """Every error a user meets before any job runs is one line, then a few of detail (issue 31): a name
-the config looks up and lacks (with the closest one), an error of config/claims.yaml. Dry runs of the
-real workflow in a scratch copy, a few seconds each."""
+the config looks up and lacks (with the closest one), a default config that is not there, a target
+this config cannot make. Dry runs of the real workflow in a scratch copy, a few seconds each."""
 import pytest
 import yaml
 
@@ -36,6 +36,29 @@ def test_an_unknown_name_is_one_line_with_the_closest(tmp_path, edit, first, det
     workflow_copy(tmp_path)
     proc = snakemake(tmp_path, "-n", "--configfile", edited_config(tmp_path, edit), check=False)
     assert failed_lines(proc) == [first, "", detail]
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_missing_default_config_is_one_line_naming_the_configs(tmp_path):
+    """No --configfile in a folder without config/demo.yaml (e.g. -d elsewhere): Snakemake said
+    "Workflow defines configfile config/demo.yaml but it is not present" from a Snakefile frame."""
+    workflow_copy(tmp_path)
+    (tmp_path / "config" / "demo.yaml").unlink()
+    lines = failed_lines(snakemake(tmp_path, "-n", check=False))
+    configs = " | ".join(str(tmp_path / "config" / c) for c in ("config.yaml", "own_corpus.example.yaml"))
+    assert lines == [f"config: no --configfile, and the default config/demo.yaml is not in {tmp_path}; "
+                     f"name one: --configfile {configs}"]
+
+
+def test_an_unknown_target_is_one_line_with_the_targets_that_exist(tmp_path):
+    """Snakemake said "No rule to produce results/figures/fig99.pdf" and no figure it can make."""
+    workflow_copy(tmp_path)
+    lines = failed_lines(snakemake(tmp_path, "-n", "results/figures/fig99.pdf", check=False))
+    assert lines[0] == "target results/figures/fig99.pdf: no rule makes it with this config " \
+                       "(did you mean 'results/figures/fig5.pdf'?)"
+    listed = " ".join(line.strip() for line in lines[2:])
+    assert listed.startswith("this config's figures and tables: results/figures/: fig2.pdf, fig3.pdf,")
+    assert "liu_fig11.pdf" in listed and "results/tables/: admin_table1.md, admin_table2.md" in listed
     assert not (tmp_path / "results").exists()
 
 

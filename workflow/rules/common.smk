@@ -421,3 +421,34 @@ def cap_flags(rounds, round_updates):
     cap = {k: v for k, v in (("max_rounds", rounds), ("max_round_updates", round_updates)) if v}
     return f" {cli_flags(cap)}" if cap else ""
 
+
+# ---- targets: one the config cannot make is named with those it can (Snakefile, after rule all) ----
+def requested_targets():
+    """The targets on the command line. Snakemake 9 hands them to the DAG after parsing (its
+    workflow.dag_settings is None here), so its own parser reads them again from the main process's
+    argv; a job's process, or Snakemake called from Python, has no targets of a user's."""
+    if not workflow.is_main_process or "snakemake" not in sys.argv[0]:
+        return []
+    if not any(os.path.normpath(a).startswith("results" + os.sep) for a in sys.argv[1:]):
+        return []  # no path check_targets looks at: spare the 0.2 s of building Snakemake's parser
+    from snakemake.cli import get_argument_parser
+
+    args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
+    return args.targets or []
+
+
+def check_targets(all_targets):
+    """A file under results/ no rule makes with this config (results/figures/fig99.pdf, a figure of
+    another config): Snakemake's "No rule to produce" names no figure that exists; this names them."""
+    rule_names = {r.name for r in workflow.rules}
+    made = sorted(t for t in map(str, all_targets) if t.startswith(("results/figures/", "results/tables/"))
+                  and t.endswith((".pdf", ".md")))
+    for target in requested_targets():
+        path = os.path.normpath(target)
+        if (target in rule_names or not path.startswith("results" + os.sep) or os.path.exists(path)
+                or any(r.is_producer(path) for r in workflow.rules)):
+            continue
+        listed = "; ".join(f"{folder}/: {', '.join(os.path.basename(t) for t in made if os.path.dirname(t) == folder)}"
+                           for folder in sorted({os.path.dirname(t) for t in made}))
+        stop(f"target {target}: no rule makes it with this config{did_you_mean(path, made)}",
+             textwrap.wrap(f"this config's figures and tables: {listed or 'none'}", width=100, subsequent_indent="  "))
