@@ -87,7 +87,13 @@ def one_line_error(argv, capsys):
     (["train", "--data", "d", "--out", "o", "--compile", "ture"],  # was taken as false
      "lnrepro train: error: argument --compile: 'ture' is not a boolean (true/false, 1/0, yes/no) "
      "(see lnrepro train --help)"),
-], ids=["figure_without_metrics", "train_without_data", "spec_not_json", "spec_without_panels", "bool_typo"])
+    (["admin-tables", "--table", "1", "--spec", '{"table1": {}}', "--csv", "t.csv", "--md", "t.md"],
+     "lnrepro admin-tables: error: --table 1 needs --vanishing (the summary CSV of lnrepro gradient-vanishing)"),
+    (["finetune", "--checkpoint", "run/last.pt", "--data", "d", "--task", "rte", "--out", "o"],  # was int('last')
+     "lnrepro finetune: error: argument --checkpoint: 'run/last.pt' is not a round checkpoint (checkpoints/epochN.pt) "
+     "(see lnrepro finetune --help)"),
+], ids=["figure_without_metrics", "train_without_data", "spec_not_json", "spec_without_panels", "bool_typo",
+        "table1_without_vanishing", "finetune_not_a_round"])
 def test_a_missing_or_wrong_input_is_one_line(argv, message, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     assert one_line_error(argv, capsys) == message.replace("{tmp}", str(tmp_path))

@@ -2,6 +2,7 @@
 (usage, then `lnrepro CMD: error: argument --flag: ...`, exit 2), never a traceback or a silent default."""
 import argparse
 import json
+import sys
 
 TRUE, FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
@@ -36,8 +37,14 @@ def json_object(*required):
     return parse
 
 
-def missing_input_message(command, error):
+def usage_error(command, message):
+    """argparse's one line and exit status, for what only run() can check."""
+    print(f"lnrepro {command}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def missing_input(command, error):
     """`lnrepro CMD: error: PATH: no such file or directory`: a command run by hand before the step
     that writes its input. An error of our own (no filename) already says what is missing."""
     what = f"{error.filename}: no such file or directory" if error.filename else str(error)
-    return f"lnrepro {command}: error: {what} (run the step that writes it first, e.g. via snakemake)"
+    usage_error(command, f"{what} (run the step that writes it first, e.g. via snakemake)")

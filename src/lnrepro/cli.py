@@ -92,15 +92,14 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
-    from lnrepro.args import missing_input_message
+    from lnrepro.args import missing_input
     from lnrepro.prepare import InputError
     try:
         return args.run(args) or 0
     except InputError as e:  # bad input (not UTF-8, empty): one line naming the file and line
         sys.exit(f"lnrepro {args.command}: ERROR: {e}")
     except FileNotFoundError as e:  # an input not made yet (a command run by hand): one line, as argparse's
-        print(missing_input_message(args.command, e), file=sys.stderr)
-        sys.exit(2)
+        missing_input(args.command, e)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..args import json_object
+from ..args import json_object, usage_error
 from .outcomes import outcome
 from .plotting import NORM_LABELS
 
@@ -151,6 +151,10 @@ def add_arguments(p):
 
 def run(args):
     spec = json.loads(args.spec)
+    if f"table{args.table}" not in spec:  # the workflow writes both; a spec by hand may not
+        usage_error("admin-tables", f"--spec has no 'table{args.table}', which --table {args.table} draws")
+    if args.table == 1 and not args.vanishing:
+        usage_error("admin-tables", "--table 1 needs --vanishing (the summary CSV of lnrepro gradient-vanishing)")
     if args.table == 1:
         rows = table1(spec, args.runs_dir, pd.read_csv(args.vanishing))
         text = table1_markdown(rows, spec["table1"]["title"], spec["table1"].get("paper", ""))

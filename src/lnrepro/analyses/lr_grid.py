@@ -68,7 +68,7 @@ def draw(table, title, pdf):
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True, type=json_object(),
+    p.add_argument("--spec", required=True, type=json_object("lr_grid"),
                    help="JSON: lr_grid {title, cells [{norm, lr, beta2, run}]}, converged_below, average_last {run: N}")
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu.csv")
     p.add_argument("--pdf", required=True, help="the heatmap")
