@@ -1,5 +1,6 @@
-"""Argument types every `lnrepro` command shares: a wrong value is argparse's one-line `error:`
-(usage, then `lnrepro CMD: error: argument --flag: ...`, exit 2), never a traceback or a silent default."""
+"""What every `lnrepro` command shares to refuse an input: argument types whose wrong value is the
+one line `lnrepro CMD: error: argument --flag: ...` (cli.Parser), exit 2, and the same line for what
+only a command's run() finds; never a traceback or a silent default."""
 import argparse
 import json
 import sys
