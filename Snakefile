@@ -1,6 +1,8 @@
 # Reproduce Xiong et al. 2020 (Pre-LN vs Post-LN) and Liu et al. 2020 (Admin): every figure a target.
 #   snakemake --cores 2                                    # the embedded demo (config/demo.yaml)
 #   snakemake --configfile config/config.yaml --cores 8    # the papers' settings
+import glob
+import os
 import sys
 
 from snakemake.utils import min_version
@@ -11,6 +13,10 @@ from run_progress import Progress  # noqa: E402  the terminal's progress lines a
 
 # --configfile replaces the demo instead of being merged into it
 if not workflow.overwrite_configfiles:
+    if not os.path.exists("config/demo.yaml"):  # e.g. -d elsewhere: one line, not a WorkflowError
+        configs = sorted(glob.glob(f"{workflow.basedir}/config/*.yaml"))  # but claims.yaml, which no run reads
+        sys.exit(f"config: no --configfile, and the default config/demo.yaml is not in {os.getcwd()}; "
+                 f"name one: --configfile {' | '.join(c for c in configs if not c.endswith('/claims.yaml'))}")
 
     configfile: "config/demo.yaml"
 
@@ -50,6 +56,9 @@ rule all:
         admin_targets(),
         bert_targets(),
     default_target: True
+
+
+check_targets(rules.all.input)
 
 
 # in the main process of a real run only (not -n, not the jobs Snakemake or a cluster starts)

@@ -53,3 +53,61 @@ def test_train_help_shows_choices_and_defaults(capsys):
 def test_pretrain_norms_are_berts():
     with pytest.raises(SystemExit):
         build_parser("pretrain").parse_args(["pretrain", "--data", "d", "--out", "o", "--norm", "admin"])
+
+
+# ---- a command run by hand with a missing or wrong input: one line, exit 2 (issue 31) -----------
+from lnrepro.args import str2bool  # noqa: E402
+from lnrepro.cli import main  # noqa: E402
+
+FIGURE_SPEC = '{"title": "t", "panels": [{"title": "p", "metric": "valid_loss", "runs": ["r1"]}], "run_settings": {}}'
+
+
+def one_line_error(argv, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.count("\n") == 1, err
+    return err.rstrip("\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["figure", "--spec", FIGURE_SPEC, "--runs-dir", "{tmp}", "--pdf", "f.pdf", "--csv", "f.csv"],
+     "lnrepro figure: error: {tmp}/train/r1/metrics.csv: no such file or directory "
+     "(run the step that writes it first, e.g. via snakemake)"),
+    (["train", "--data", "{tmp}/bin", "--out", "{tmp}/run"],
+     "lnrepro train: error: {tmp}/bin/dict.txt: no such file or directory "
+     "(run the step that writes it first, e.g. via snakemake)"),
+    # the workflow passes the spec as JSON text; a file name there was a JSONDecodeError's traceback
+    (["figure", "--spec", "spec.json", "--pdf", "f.pdf", "--csv", "f.csv"],
+     "lnrepro figure: error: argument --spec: not JSON (Expecting value at char 0): give the JSON text itself, "
+     "not a file name: 'spec.json' (see lnrepro figure --help)"),
+    (["figure", "--spec", '{"title": "t"}', "--pdf", "f.pdf", "--csv", "f.csv"],  # was a KeyError: 'panels'
+     "lnrepro figure: error: argument --spec: the JSON object has no 'panels', 'run_settings' "
+     "(needs title, panels, run_settings) (see lnrepro figure --help)"),
+    (["train", "--data", "d", "--out", "o", "--compile", "ture"],  # was taken as false
+     "lnrepro train: error: argument --compile: 'ture' is not a boolean (true/false, 1/0, yes/no) "
+     "(see lnrepro train --help)"),
+    (["admin-tables", "--table", "1", "--spec", '{"table1": {}}', "--csv", "t.csv", "--md", "t.md"],
+     "lnrepro admin-tables: error: --table 1 needs --vanishing (the summary CSV of lnrepro gradient-vanishing)"),
+    (["finetune", "--checkpoint", "run/last.pt", "--data", "d", "--task", "rte", "--out", "o"],  # was int('last')
+     "lnrepro finetune: error: argument --checkpoint: 'run/last.pt' is not a round checkpoint (checkpoints/epochN.pt) "
+     "(see lnrepro finetune --help)"),
+], ids=["figure_without_metrics", "train_without_data", "spec_not_json", "spec_without_panels", "bool_typo",
+        "table1_without_vanishing", "finetune_not_a_round"])
+def test_a_missing_or_wrong_input_is_one_line(argv, message, tmp_path, capsys):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert one_line_error(argv, capsys) == message.replace("{tmp}", str(tmp_path))
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("True", True), ("1", True), ("yes", True),
+                                         ("false", False), ("False", False), ("0", False), ("no", False)])
+def test_booleans_are_parsed_strictly(text, value):
+    assert str2bool(text) is value  # True/False: what Snakemake's params write
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_boolean_option_uses_the_strict_parser(command):
+    """A BOOL flag with its own lenient parser took `--bf16 ture` as false."""
+    lenient = [a.option_strings for a in subparser(command)._actions
+               if (a.metavar == "BOOL" or a.type is bool) and a.type is not str2bool]
+    assert lenient == []

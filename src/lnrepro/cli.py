@@ -67,8 +67,16 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class Parser(argparse.ArgumentParser):
+    """An error is one line, `lnrepro CMD: error: ...`, exit 2 as argparse's: not argparse's usage
+    first, which for `lnrepro train` is 30 lines of flags above the one that says what is wrong."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command=None):
-    parser = argparse.ArgumentParser(prog="lnrepro", description=__doc__.splitlines()[0])
+    parser = Parser(prog="lnrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text,
@@ -84,11 +92,14 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
+    from lnrepro.args import missing_input
     from lnrepro.prepare import InputError
     try:
         return args.run(args) or 0
     except InputError as e:  # bad input (not UTF-8, empty): one line naming the file and line
         sys.exit(f"lnrepro {args.command}: ERROR: {e}")
+    except FileNotFoundError as e:  # an input not made yet (a command run by hand): one line, as argparse's
+        missing_input(args.command, e)
 
 
 if __name__ == "__main__":

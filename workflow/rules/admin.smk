@@ -45,12 +45,12 @@ def check_admin_config():
     a = admin_cfg()
     for section in ("gradients", "output_change"):
         if section in a and a[section]["run"] not in config["runs"]:
-            config_error(f"admin.{section}.run: '{a[section]['run']}' is not a run ({sorted(config['runs'])})")
+            unknown_name(f"admin.{section}.run", a[section]["run"], "a run", "runs", config["runs"])
     for section in ("table1", "table2", "lr_grid"):
         if section in a:
             for run in table_runs(section):
                 if run not in config["runs"]:
-                    config_error(f"admin.{section}: '{run}' is not a run ({sorted(config['runs'])})")
+                    unknown_name(f"admin.{section}", run, "a run", "runs", config["runs"])
     if "table2" in a:
         t2 = a["table2"]
         for norm, runs in t2["runs"].items():
@@ -60,7 +60,7 @@ def check_admin_config():
         for fig, spec in a.get(section, {}).items():
             for run in spec["runs"]:
                 if run not in config["runs"]:
-                    config_error(f"admin.{section}.{fig}.runs: '{run}' is not a run ({sorted(config['runs'])})")
+                    unknown_name(f"admin.{section}.{fig}.runs", run, "a run", "runs", config["runs"])
             if len({run_corpus(run) for run in spec["runs"]}) > 1:
                 config_error(f"admin.{section}.{fig}.runs: the runs of one figure must share a corpus")
     if "table1" in a and "gradients" not in a:

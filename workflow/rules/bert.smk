@@ -16,11 +16,12 @@ def check_bert_config():
         if run in config["runs"]:
             config_error(f"bert.runs.{run}: also a translation run in runs: (run names are shared)")
         s = {**b.get("pretrain_defaults", {}), **b["runs"][run]}
-        for key, table in (("corpus", config.get("bert_corpora", {})), ("model", b.get("models", {}))):
+        for key, where, table in (("corpus", "bert_corpora", config.get("bert_corpora", {})),
+                                  ("model", "bert.models", b.get("models", {}))):
             if key not in s:
                 config_error(f"bert.runs.{run}: no '{key}' (set it in the run or in bert.pretrain_defaults)")
             if s[key] not in table:
-                config_error(f"bert.runs.{run}.{key}: '{s[key]}' is not one of {sorted(table)}")
+                unknown_name(f"bert.runs.{run}.{key}", s[key], f"a {key}", where, table)
         s = bert_run_settings(run)
         if s["max_updates"] % s["valid_interval"]:
             config_error(f"bert.runs.{run}: max_updates {s['max_updates']} is not a multiple of "
@@ -30,10 +31,10 @@ def check_bert_config():
     if fig:
         for run in fig["runs"]:
             if run not in b.get("runs", {}):
-                config_error(f"bert.fig5.runs: '{run}' is not a BERT run ({sorted(b.get('runs', {}))})")
+                unknown_name("bert.fig5.runs", run, "a BERT run", "bert.runs", b.get("runs", {}))
         for task in fig["tasks"]:
             if task not in config.get("glue", {}):
-                config_error(f"bert.fig5.tasks: '{task}' is not a GLUE task of glue: ({sorted(config.get('glue', {}))})")
+                unknown_name("bert.fig5.tasks", task, "a GLUE task", "glue", config.get("glue", {}))
             for run in fig["runs"]:
                 corpus, needs = config["glue"][task]["bert_corpus"], bert_run_settings(run)["corpus"]
                 if corpus != needs:  # the task's BPE and dictionary must be the run's

@@ -39,7 +39,8 @@ def check_bert_data_config():
                                "until it holds the books' text files (config/README.md: bert_corpora)")
     for task, g in glue_tasks().items():
         if g["bert_corpus"] not in bert_corpora():
-            config_error(f"glue.{task}.bert_corpus: '{g['bert_corpus']}' is not one of {sorted(bert_corpora())}")
+            unknown_name(f"glue.{task}.bert_corpus", g["bert_corpus"], "a BERT corpus", "bert_corpora",
+                         bert_corpora())
         needs = {"generated": ["generator"], "msr": ["msr_train", "dev_ids"]}.get(g["source"], [])
         for key in needs:
             if key not in g:

@@ -37,10 +37,11 @@ def load_claims_file():
         jsonschema.Draft202012Validator({"$defs": defs, **defs["claims_file"]}).iter_errors(data))
     if error is not None:
         msg, detail = schema_error_lines(error)
-        raise WorkflowError(f"{CLAIMS_FILE}: {msg}\n" + "\n".join(f"  {line}" for line in detail))
+        stop(f"{CLAIMS_FILE}: {msg}", detail)
     for name, claim in data["claims"].items():
         if claim.get("figure") not in data["places"]:
-            raise WorkflowError(f"{CLAIMS_FILE}: claims.{name}.figure: '{claim.get('figure')}' has no entry in places")
+            stop(f"{CLAIMS_FILE}: claims.{name}.figure: '{claim.get('figure')}' has no entry in places"
+                 f"{did_you_mean(claim.get('figure'), data['places'])}")
     return data
 
 
@@ -62,7 +63,8 @@ def check_claims_config():
             config_error(f"claims.{name}: `scaled` says why, but nothing differs from {CLAIMS_FILE}'s claim")
     for name, claim in claims.items():
         if claim["kind"] == "table" and claim["source"] not in CLAIM_SOURCES:
-            raise WorkflowError(f"{CLAIMS_FILE}: claims.{name}.source: '{claim['source']}' is not one of {sorted(CLAIM_SOURCES)}")
+            stop(f"{CLAIMS_FILE}: claims.{name}.source: '{claim['source']}' is not one of "
+                 f"{', '.join(sorted(CLAIM_SOURCES))}{did_you_mean(claim['source'], CLAIM_SOURCES)}")
 
 
 check_claims_config()

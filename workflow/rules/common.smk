@@ -44,8 +44,32 @@ PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dro
               "max_tokens", "label_smoothing", "device")
 
 
-def config_error(msg):
-    raise WorkflowError(f"config: {msg}")
+def stop(line, detail=()):
+    """One line, a blank line and a few of detail, then exit before any job runs: what a schema error
+    prints (validate_config). A WorkflowError added three frames of this file to the line."""
+    print(line + ("\n\n" + "\n".join(f"  {d}" for d in detail) if detail else ""), file=sys.stderr)
+    sys.exit(1)
+
+
+def config_error(msg, detail=()):
+    stop(f"config: {msg}", detail)
+
+
+NAMES_SHOWN = 6  # config/config.yaml has 46 runs: a list of them all hides the one line that matters
+
+
+def some_names(name, names):
+    """A few of names, the closest to name first, and how many more."""
+    shown = difflib.get_close_matches(str(name), names, n=NAMES_SHOWN, cutoff=0)
+    more = f" and {len(names) - len(shown)} more" if len(names) > len(shown) else ""
+    return f"{', '.join(shown)}{more}" if names else "none"
+
+
+def unknown_name(where, name, kind, section, names):
+    """A name looked up in a section (a run's corpus, a figure's run) that is not there: the closest
+    as "did you mean", then a few of the section's names."""
+    names = sorted(map(str, names))
+    config_error(f"{where}: '{name}' is not {kind}{did_you_mean(name, names)}", [f"{section}: {some_names(name, names)}"])
 
 
 def note_missing_input(key, path, consequence):
@@ -118,9 +142,7 @@ def validate_config():
         cause = e.__context__
         if not isinstance(cause, jsonschema.ValidationError):
             raise
-        msg, detail = schema_error_lines(cause)
-        print(f"config: {msg}\n\n" + "\n".join(f"  {line}" for line in detail), file=sys.stderr)
-        sys.exit(1)
+        config_error(*schema_error_lines(cause))
 
 
 validate_config()
@@ -226,7 +248,7 @@ def check_config():
             if key not in s:
                 config_error(f"runs.{run}: no '{key}' (set it in the run or in train_defaults)")
             if s[key] not in config[table]:
-                config_error(f"runs.{run}.{key}: '{s[key]}' is not one of {sorted(config[table])}")
+                unknown_name(f"runs.{run}.{key}", s[key], f"a {key}", table, config[table])
         if run_norms(run) not in NORM_PAIRS:
             config_error(f"runs.{run}: enc_norm/dec_norm {'/'.join(run_norms(run))} cannot be built: Admin "
                          f"re-weights Post-LN residuals, so it pairs with admin or post only; fixup is both "
@@ -241,7 +263,7 @@ def check_config():
         for i, panel in enumerate(spec["panels"]):
             for run in panel["runs"]:
                 if run not in config["runs"]:
-                    config_error(f"figures.{fig}.panels[{i}].runs: '{run}' is not a run ({sorted(config['runs'])})")
+                    unknown_name(f"figures.{fig}.panels[{i}].runs", run, "a run", "runs", config["runs"])
     for name, c in config["corpora"].items():
         if c["source"] == "generated" and "generator" not in c:
             config_error(f"corpora.{name}: source 'generated' needs a 'generator' entry")
@@ -398,3 +420,35 @@ def cap_flags(rounds, round_updates):
     """The trainer's cap flags; none where the config caps nothing, so real runs' params stay."""
     cap = {k: v for k, v in (("max_rounds", rounds), ("max_round_updates", round_updates)) if v}
     return f" {cli_flags(cap)}" if cap else ""
+
+
+# ---- targets: one the config cannot make is named with those it can (Snakefile, after rule all) ----
+def requested_targets():
+    """The targets on the command line. Snakemake 9 hands them to the DAG after parsing (its
+    workflow.dag_settings is None here), so its own parser reads them again from the main process's
+    argv; a job's process, or Snakemake called from Python, has no targets of a user's."""
+    if not workflow.is_main_process or "snakemake" not in sys.argv[0]:
+        return []
+    if not any(os.path.normpath(a).startswith("results" + os.sep) for a in sys.argv[1:]):
+        return []  # no path check_targets looks at: spare the 0.2 s of building Snakemake's parser
+    from snakemake.cli import get_argument_parser
+
+    args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
+    return args.targets or []
+
+
+def check_targets(all_targets):
+    """A file under results/ no rule makes with this config (results/figures/fig99.pdf, a figure of
+    another config): Snakemake's "No rule to produce" names no figure that exists; this names them."""
+    rule_names = {r.name for r in workflow.rules}
+    made = sorted(t for t in map(str, all_targets) if t.startswith(("results/figures/", "results/tables/"))
+                  and t.endswith((".pdf", ".md")))
+    for target in requested_targets():
+        path = os.path.normpath(target)
+        if (target in rule_names or not path.startswith("results" + os.sep) or os.path.exists(path)
+                or any(r.is_producer(path) for r in workflow.rules)):
+            continue
+        listed = "; ".join(f"{folder}/: {', '.join(os.path.basename(t) for t in made if os.path.dirname(t) == folder)}"
+                           for folder in sorted({os.path.dirname(t) for t in made}))
+        stop(f"target {target}: no rule makes it with this config{did_you_mean(path, made)}",
+             textwrap.wrap(f"this config's figures and tables: {listed or 'none'}", width=100, subsequent_indent="  "))

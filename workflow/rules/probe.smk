@@ -11,7 +11,7 @@ def check_probe_config():
     if probe:
         run = probe["run"]
         if run not in config["runs"]:
-            config_error(f"gradient_probe.run: '{run}' is not a run ({sorted(config['runs'])})")
+            unknown_name("gradient_probe.run", run, "a run", "runs", config["runs"])
         s = run_settings(run)
         if s.get("warmup", 0) <= 1 or s.get("enc_norm") != "post" or s.get("dec_norm") != "post":
             config_error(f"gradient_probe.run: '{run}' must be a Post-LN run with a warm-up (Fig 3: after warm-up)")

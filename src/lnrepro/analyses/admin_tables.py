@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..args import json_object, usage_error
 from .outcomes import outcome
 from .plotting import NORM_LABELS
 
@@ -140,7 +141,7 @@ def table1_markdown(rows, title, note):
 
 def add_arguments(p):
     p.add_argument("--table", type=int, choices=[1, 2], required=True, help="which of Liu et al.'s tables")
-    p.add_argument("--spec", required=True, help="JSON: table1 or table2, converged_below, average_last {run: N}")
+    p.add_argument("--spec", required=True, type=json_object(), help="JSON: table1 or table2, converged_below, average_last {run: N}")
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu*.csv")
     p.add_argument("--vanishing", default=None,
                    help="the summary CSV of lnrepro gradient-vanishing: needed by Table 1, unused by Table 2")
@@ -150,6 +151,10 @@ def add_arguments(p):
 
 def run(args):
     spec = json.loads(args.spec)
+    if f"table{args.table}" not in spec:  # the workflow writes both; a spec by hand may not
+        usage_error("admin-tables", f"--spec has no 'table{args.table}', which --table {args.table} draws")
+    if args.table == 1 and not args.vanishing:
+        usage_error("admin-tables", "--table 1 needs --vanishing (the summary CSV of lnrepro gradient-vanishing)")
     if args.table == 1:
         rows = table1(spec, args.runs_dir, pd.read_csv(args.vanishing))
         text = table1_markdown(rows, spec["table1"]["title"], spec["table1"].get("paper", ""))

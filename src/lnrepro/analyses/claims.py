@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..args import json_object
+
 HIGHER_IS_BETTER = {"bleu": True, "valid_loss": False, "valid_nll": False, "train_loss": False, "train_nll": False}
 COLUMNS = ["claim", "figure", "place", "paper", "paper_value", "paper_range", "ours", "paper_result", "scaled_range",
            "scaled_ours", "scaled_result", "scaled", "seed_spread", "note", "detail", "scaled_detail"]
@@ -363,7 +365,7 @@ def markdown(table, title, capped=False):
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True, help="JSON: {claim: {kind, paper, ..., scale, paper_missing, ...}}")
+    p.add_argument("--spec", required=True, type=json_object(), help="JSON: {claim: {kind, paper, ..., scale, paper_missing, ...}}")
     p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
     p.add_argument("--tables", nargs="*", default=[], help="NAME=CSV results tables the table claims read")
     p.add_argument("--title", default="Claims of Xiong et al. 2020 and Liu et al. 2020, checked on our numbers",

@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from ..args import json_object  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
 from .plotting import NORM_LABELS, legend, save_figure  # noqa: E402
 
@@ -34,7 +35,7 @@ LOG_SCALE = {"valid_ppl"}  # perplexities span orders of magnitude early in trai
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True, help="JSON: title, panels [{title, metric, runs}], run_settings")
+    p.add_argument("--spec", required=True, type=json_object("title", "panels", "run_settings"), help="JSON: title, panels [{title, metric, runs}], run_settings")
     p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")

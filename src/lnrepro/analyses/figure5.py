@@ -19,13 +19,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..args import json_object  # noqa: E402
 from ..training.finetune import seeds_note  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
 from .plotting import NORM_LABELS, legend, save_figure  # noqa: E402
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True, help="JSON: title, runs, tasks, run_settings")
+    p.add_argument("--spec", required=True, type=json_object("title", "runs", "tasks", "run_settings"), help="JSON: title, runs, tasks, run_settings")
     p.add_argument("--results", default="results", help="holds pretrain/{run}/metrics.csv and finetune/{run}/{task}/")
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..args import json_object  # noqa: E402
 from .outcomes import outcome  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
@@ -67,7 +68,7 @@ def draw(table, title, pdf):
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True,
+    p.add_argument("--spec", required=True, type=json_object("lr_grid"),
                    help="JSON: lr_grid {title, cells [{norm, lr, beta2, run}]}, converged_below, average_last {run: N}")
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu.csv")
     p.add_argument("--pdf", required=True, help="the heatmap")

@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..args import json_object  # noqa: E402
 from .plotting import save_figure  # noqa: E402
 
 SERIES = [("init", "post", "Post-LN (init)", "tab:red", "o-"),
@@ -89,7 +90,7 @@ def draw(table, spec, pdf):
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True, help="JSON: title, panel_layers (N of the model drawn in a, b)")
+    p.add_argument("--spec", required=True, type=json_object("title", "panel_layers"), help="JSON: title, panel_layers (N of the model drawn in a, b)")
     p.add_argument("--grads", nargs="+", required=True, help="grads.csv of every probe")
     p.add_argument("--concentration", nargs="+", required=True, help="concentration.csv of every probe")
     p.add_argument("--pdf", required=True, help="the figure (Fig 3)")

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..args import json_object, str2bool
 from ..core.admin import profile, set_omegas
 from ..core.batching import collate, make_batches
 from ..core.data import PAD, Dictionary, ParallelData
@@ -112,10 +113,6 @@ def decoder_bottom_over_top(rows):
 
 
 # ---- command-line helpers shared by the probes ----
-def str2bool(s):
-    return str(s).lower() in ("1", "true", "yes")
-
-
 MODEL_WIDTH = (("d_model", int), ("ffn_dim", int), ("heads", int), ("dropout", float), ("attn_dropout", float),
                ("act_dropout", float))
 WIDTH_HELP = {"d_model": "model width d", "ffn_dim": "inner width of the feed-forward sublayers",
@@ -129,7 +126,7 @@ def add_model_arguments(p, widths, seeds, seeds_help):
     for name, kind in MODEL_WIDTH:
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=widths[name], help=WIDTH_HELP[name])
     p.add_argument("--share-all-embeddings", type=str2bool, default=False, metavar="BOOL",
-                   help="one embedding for encoder, decoder and output projection (1, true or yes = true)")
+                   help="one embedding for encoder, decoder and output projection (true/false, 1/0, yes/no)")
     p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
     p.add_argument("--label-smoothing", type=float, default=0.1, help="label smoothing of the loss probed")
     p.add_argument("--seeds", type=int, default=seeds, help=seeds_help)
@@ -164,7 +161,7 @@ def load_init_probe(args):
 
 # the probes of trained runs (Figs 3, 7, 8, 11): a JSON spec of the runs, their checkpoints and corpus
 def add_trained_probe_arguments(p, spec_help, csv_help):
-    p.add_argument("--spec", required=True, help=spec_help)
+    p.add_argument("--spec", required=True, type=json_object(), help=spec_help)
     p.add_argument("--data", required=True, help="binarized data dir of the runs' corpus (dict.txt, train.pt)")
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and its checkpoints")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")

@@ -39,6 +39,7 @@ import torch
 import torch.distributed as dist
 
 from .. import __version__
+from ..args import str2bool
 from .divergence import DivergenceCheck
 from .fairseq_optim import ClinicRAdam, FairseqAdam
 from .precision import FP16_SETTINGS, PRECISIONS, MinimumLossScaleReached, Precision
@@ -192,8 +193,8 @@ def add_config_arguments(p, config_class):
         flag = "--" + f.name.replace("_", "-")
         help_text = f.metadata.get("help")
         if f.type is bool or f.type == "bool":
-            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=f.default,
-                           metavar="BOOL", help=help_text + "; BOOL: 1, true or yes; anything else is false")
+            p.add_argument(flag, type=str2bool, default=f.default,
+                           metavar="BOOL", help=help_text + "; BOOL: true/false, 1/0 or yes/no")
         else:
             p.add_argument(flag, type=type(f.default), default=f.default, choices=f.metadata.get("choices"),
                            help=help_text)

@@ -13,10 +13,12 @@ Writes OUT (every fine-tuning: one row per grid point and seed) and OUT with ``.
 pre-training diverged at or before that round (its metrics.csv says so) gives a summary row marked
 diverged, its note saying where; any other missing checkpoint is an error.
 """
+import argparse
 import copy
 import csv
 import itertools
 import math
+import re
 import statistics
 import sys
 import time
@@ -38,8 +40,16 @@ SUMMARY_COLUMNS = ["round", "updates", "task", "batch", "lr", "epochs", "seeds",
                    "diverged", "max_updates", "note"]
 
 
+def round_checkpoint(text):
+    """checkpoints/epochN.pt: its N is the round fine-tuned (run() reads it from the name)."""
+    if not re.fullmatch(r"epoch\d+", Path(text).stem):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a round checkpoint (checkpoints/epochN.pt)")
+    return text
+
+
 def add_arguments(p):
-    p.add_argument("--checkpoint", required=True, help="a pre-training round checkpoint (checkpoints/epochN.pt)")
+    p.add_argument("--checkpoint", required=True, type=round_checkpoint,
+                   help="a pre-training round checkpoint (checkpoints/epochN.pt)")
     p.add_argument("--metrics", default=None,
                    help="the pre-training's metrics.csv, read when the checkpoint is missing; default: the one "
                         "beside checkpoints/")

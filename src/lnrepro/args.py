@@ -1,0 +1,51 @@
+"""What every `lnrepro` command shares to refuse an input: argument types whose wrong value is the
+one line `lnrepro CMD: error: argument --flag: ...` (cli.Parser), exit 2, and the same line for what
+only a command's run() finds; never a traceback or a silent default."""
+import argparse
+import json
+import sys
+
+TRUE, FALSE = ("1", "true", "yes"), ("0", "false", "no")
+
+
+def str2bool(text):
+    """true/false, 1/0, yes/no in any case (Snakemake's params pass Python's True/False). Anything
+    else is an error: a lenient parser took a typo such as `ture` as false."""
+    word = str(text).strip().lower()
+    if word in TRUE or word in FALSE:
+        return word in TRUE
+    raise argparse.ArgumentTypeError(f"'{text}' is not a boolean (true/false, 1/0, yes/no)")
+
+
+def json_object(*required):
+    """An argparse type: a JSON object (the workflow's --spec) holding the keys `required`; a typo,
+    e.g. a file name where the JSON text belongs, is named here instead of a KeyError deep inside.
+    It returns the text as given: run() parses it, also when a test calls run() with a Namespace."""
+    def parse(text):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise argparse.ArgumentTypeError(f"not JSON ({e.msg} at char {e.pos}): give the JSON text itself, "
+                                             f"not a file name: {text[:60]!r}") from None
+        if not isinstance(value, dict):
+            raise argparse.ArgumentTypeError(f"a JSON object {{...}} is needed, not {type(value).__name__}")
+        missing = [k for k in required if k not in value]
+        if missing:
+            raise argparse.ArgumentTypeError(f"the JSON object has no {', '.join(map(repr, missing))} "
+                                             f"(needs {', '.join(required)})")
+        return text
+    parse.__name__ = "JSON"  # argparse names the type in its messages
+    return parse
+
+
+def usage_error(command, message):
+    """argparse's one line and exit status, for what only run() can check."""
+    print(f"lnrepro {command}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def missing_input(command, error):
+    """`lnrepro CMD: error: PATH: no such file or directory`: a command run by hand before the step
+    that writes its input. An error of our own (no filename) already says what is missing."""
+    what = f"{error.filename}: no such file or directory" if error.filename else str(error)
+    usage_error(command, f"{what} (run the step that writes it first, e.g. via snakemake)")
