@@ -39,6 +39,9 @@ def eval_inputs(wildcards):
 def decode_flags(wildcards):
     corpus = run_corpus(wildcards.run)
     flags = cli_flags(decode_settings(corpus, wildcards.run)) + f" --target-lang {lang(corpus, 'tgt')}"
+    # the run's device, not evaluate's default auto: a cpu run's job given a GPU anyway (resources.gpu
+    # always) decodes on the CPU, and a cuda run's stops where CUDA is unusable (lnrepro.core.loop.pick_device)
+    flags += f" --device {run_settings(wildcards.run).get('device', 'auto')}"
     if detok_reference(corpus):
         flags += f" --detok-reference {detok_reference(corpus)}"
     return flags
