@@ -54,9 +54,70 @@ def test_conda_env_pins_agree_with_pyproject():
 
 
 def test_setup_installs_the_torch_the_env_pins():
-    setup = (ROOT / "workflow" / "scripts" / "setup.sh").read_text()
+    setup = (ROOT / "workflow" / "scripts" / "install_torch.sh").read_text()
     default = re.search(r"TORCH_SPEC:-([^}]+)\}", setup).group(1)
     assert str(conda_env()[1]["torch"]) == default
+
+
+# ---- setup.sh's torch ---------------------------------------------------------------------------
+INSTALL_TORCH = ROOT / "workflow" / "scripts" / "install_torch.sh"  # setup.sh's torch step, on .venv
+
+
+def fake_torch_wheel(folder, version):
+    """A wheel of a package named torch whose module says its version: what pip sees of a build."""
+    import zipfile
+    folder.mkdir(parents=True, exist_ok=True)
+    info = f"torch-{version}.dist-info"
+    files = {"torch/__init__.py": f"__version__ = {version!r}\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    path = folder / f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as whl:
+        for name, text in files.items():
+            whl.writestr(name, text)
+    return path
+
+
+def simple_index(root, wheels):
+    """A PEP 503 index in files: file://root serves as pip's --index-url."""
+    (root / "torch").mkdir(parents=True)
+    links = "".join(f'<a href="{w.as_uri()}">{w.name}</a>\n' for w in wheels)
+    (root / "torch" / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+    return root.as_uri()
+
+
+def installed_torch(venv):
+    return subprocess.run([venv / "bin" / "python", "-c", "import torch; print(torch.__version__)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_setup_installs_the_torch_asked_for_and_replaces_one_that_does_not_match(tmp_path):
+    """TORCH_SPEC with pip options and TORCH_INDEX_URL both reach pip; an installed torch of another
+    version, or of the same version from other options (a CPU build where a CUDA index is asked
+    for), is replaced; a matching one is kept. Fake torch wheels in a throwaway venv, no network."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)  # its own pip, never .venv's
+
+    def setup(**env):
+        proc = subprocess.run(["bash", INSTALL_TORCH, venv], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", **env})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    wheels = tmp_path / "wheels"
+    fake_torch_wheel(wheels, "1.0")
+    say = setup(TORCH_SPEC=f"torch==1.0 --no-index --find-links {wheels}")  # options split into pip's arguments
+    assert installed_torch(venv) == "1.0" and f"setup: installing torch==1.0 --no-index --find-links {wheels}" in say
+    assert setup(TORCH_SPEC=f"torch==1.0 --no-index --find-links {wheels}") == ""  # matches: kept
+    index = simple_index(tmp_path / "simple", [fake_torch_wheel(wheels, "2.0+cpu")])
+    say = setup(TORCH_SPEC="torch==2.0", TORCH_INDEX_URL=index)
+    assert installed_torch(venv) == "2.0+cpu" and "torch 1.0 does not satisfy torch==2.0" in say
+    cuda = simple_index(tmp_path / "cuda", [fake_torch_wheel(tmp_path / "cuda_wheels", "2.0+cu128")])
+    say = setup(TORCH_SPEC="torch==2.0", TORCH_INDEX_URL=cuda)  # 2.0+cpu satisfies torch==2.0, from another index
+    assert installed_torch(venv) == "2.0+cu128" and "was not installed with 'torch==2.0 --index-url file:" in say
+    assert setup(TORCH_SPEC="torch==2.0", TORCH_INDEX_URL=cuda) == ""
+    assert setup(TORCH_SPEC="torch>=2") == ""  # no options: any build that satisfies it
 
 
 # ---- profiles --------------------------------------------------------------------------------------
