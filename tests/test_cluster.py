@@ -120,6 +120,48 @@ def test_setup_installs_the_torch_asked_for_and_replaces_one_that_does_not_match
     assert setup(TORCH_SPEC="torch>=2") == ""  # no options: any build that satisfies it
 
 
+# ---- the README's local commands for the papers' settings ----------------------------------------
+def readme_paper_commands():
+    """The README's commands that run config/config.yaml here (with --cores; not the SLURM profile)."""
+    readme = (ROOT / "README.md").read_text()
+    return [c for c in re.findall(r"(?:\.venv/bin/)?snakemake [^`\n]*", readme)
+            if "--configfile config/config.yaml" in c and "--cores" in c and "--profile" not in c]
+
+
+def most_gpus_at_once(log):
+    """The most GPUs the jobs of a verbose Snakemake log held at once: each job block (jobid, then
+    resources) takes its gpu until its 'Finished jobid: N'."""
+    running, most, job = {}, 0, None
+    for line in log.splitlines():
+        if m := re.match(r"\s+jobid: (\d+)$", line):
+            job = m.group(1)
+        elif (m := re.match(r"\s+resources: .*\bgpu=(\d+)", line)) and job:
+            running[job] = int(m.group(1))
+            most = max(most, sum(running.values()))
+        elif m := re.match(r"Finished jobid: (\d+)", line):
+            running.pop(m.group(1), None)
+    return most
+
+
+def test_readme_paper_commands_run_at_most_the_gpus_they_name(tmp_path):
+    """Each command run as written, but with --touch instead of the jobs' commands: Snakemake's
+    scheduler then starts every job of the papers' DAG (433) under the command's resources, in
+    seconds (a dry run plans without them). Without --resources gpu=N, the same run holds 2 GPU jobs
+    at once (a touched job ends at once; real trainings, hours long, pile up to --cores 8)."""
+    commands = readme_paper_commands()
+    assert len(commands) >= 2, commands
+    for i, command in enumerate(commands):
+        limit = re.search(r"--resources gpu=(\d+)", command)
+        assert limit, f"README: {command!r} does not limit its GPU jobs (--resources gpu=N)"
+        args = [a for a in command.split()[1:] if a not in ("...", "-n")]  # "...": the targets; -n: run it
+        proc = subprocess.run([sys.executable, "-m", "snakemake", *args, "--touch", "--verbose",
+                               "--directory", str(tmp_path / str(i))], cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        log = proc.stdout + proc.stderr
+        assert log.count("gpu=1") >= 10  # its GPU jobs ran (trainings and decodings)
+        assert most_gpus_at_once(log) == int(limit.group(1)), command
+
+
 # ---- profiles --------------------------------------------------------------------------------------
 def profile(name):
     return yaml.safe_load((ROOT / "profiles" / name / "config.yaml").read_text())
