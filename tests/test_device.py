@@ -27,6 +27,7 @@ def test_gpus_given_reads_what_slurm_or_the_user_made_visible(tmp_path):
     driver = tmp_path / "gpus"
     (driver / "0000:3b:00.0").mkdir(parents=True)
     assert "NVIDIA GPU" in loop.gpus_given({}, driver)
+    assert loop.gpus_given({"SLURM_JOB_ID": "7"}, driver) is None  # a SLURM job not given the node's GPU
 
 
 def test_cuda_without_usable_cuda_stops_naming_node_build_and_fix(monkeypatch):

@@ -254,13 +254,14 @@ NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")  # one entry per GPU where NVIDIA
 
 def gpus_given(environ=None, nvidia=NVIDIA_GPUS):
     """What shows this process was given GPUs, or None: GPUs SLURM or the user made visible to it
-    (SLURM sets CUDA_VISIBLE_DEVICES for a job's --gpus), or an NVIDIA GPU in this node."""
+    (SLURM sets CUDA_VISIBLE_DEVICES for a job's --gpus), or, outside SLURM, an NVIDIA GPU in this node."""
     environ = os.environ if environ is None else environ
     for key in VISIBLE_GPU_VARIABLES:
         value = environ.get(key, "").strip()
         if value and value not in ("-1", "NoDevFiles"):  # hidden GPUs; older SLURM's "none allocated"
             return f"{key}={value}"
-    if nvidia.is_dir() and any(nvidia.iterdir()):
+    # in a SLURM job only its allocation counts: a CPU job on a GPU node sees the node's GPUs in /proc
+    if "SLURM_JOB_ID" not in environ and nvidia.is_dir() and any(nvidia.iterdir()):
         return f"an NVIDIA GPU in {nvidia}"
     return None
 
