@@ -226,9 +226,11 @@ def test_jobs_ask_for_gpus_nodes_and_tasks_from_the_config(tmp_path):
     cfg["runs"] = {"cpu": {}, "one": {"device": "cuda", "gpus": 2}, "two": {"device": "cuda", "nodes": 2, "gpus": 4}}
     cfg["figures"] = {}
     cfg["resources"] = {"gpu": "auto", "gpu_model": "a100", "train": {"mem_mb": 1000, "runtime": 30}}
-    jobs = planned_resources(tmp_path, cfg, [f"results/eval/{r}/bleu.csv" for r in cfg["runs"]])
+    jobs = planned_resources(tmp_path, cfg, [f"results/eval/{r}/bleu{avg}.csv" for r in cfg["runs"] for avg in ("", "_avg2")])
     train = {wc.split("=")[1]: r for (rule, wc), r in jobs.items() if rule == "train"}
     evaluate = {wc.split("=")[1]: r for (rule, wc), r in jobs.items() if rule == "evaluate"}
+    averaged = {wc.split(",")[0].split("=")[1]: r for (rule, wc), r in jobs.items() if rule == "evaluate_averaged"}
+    assert averaged == evaluate  # the same decoding, on the run's device: the same request
     # device cpu: no GPU anywhere
     assert "gpu" not in train["cpu"] and "gpu" not in evaluate["cpu"] and "nodes" not in train["cpu"]
     # one node, 2 GPUs: sbatch --gpus=a100:2, two training processes' threads
@@ -240,7 +242,7 @@ def test_jobs_ask_for_gpus_nodes_and_tasks_from_the_config(tmp_path):
     assert all(evaluate[r]["gpu"] == "1" for r in ("one", "two"))
     assert (train["cpu"]["mem_mb"], train["cpu"]["runtime"]) == ("1000", "30")  # attempt 1: as configured
     for (rule, _), r in jobs.items():  # data rules: CPU only
-        if rule not in ("train", "evaluate"):
+        if rule not in ("train", "evaluate", "evaluate_averaged"):
             assert "gpu" not in r and "nodes" not in r, (rule, r)
 
 

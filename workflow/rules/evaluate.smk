@@ -90,6 +90,11 @@ rule evaluate_averaged:
         average=average_flag,
         data_dir=run_bin_dir,
     threads: threads("evaluate")
+    resources:  # evaluate's: it decodes on the run's device (decode_flags) as evaluate does
+        mem_mb=mem_mb("evaluate"),
+        runtime=runtime("evaluate"),
+        gpu=eval_gpu,
+        gpu_model=eval_gpu_model,
     conda:
         "../../envs/lnrepro.yaml"
     log:
