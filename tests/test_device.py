@@ -51,7 +51,7 @@ def test_auto_in_a_job_given_gpus_stops_and_elsewhere_falls_back_saying_so(monke
         loop.pick_device("auto")
     monkeypatch.setattr(loop, "gpus_given", lambda: None)
     assert loop.pick_device("auto") == torch.device("cpu")
-    assert capsys.readouterr().err == f"{loop.AUTO_CPU_NOTE} {loop.torch_build()} cannot use a GPU here: running on the CPU\n"
+    assert capsys.readouterr().err == f"{loop.DEVICE_NOTE} auto: {loop.torch_build()} cannot use a GPU here: running on the CPU\n"
     assert loop.pick_device("cpu") == torch.device("cpu") and not capsys.readouterr().err
 
 
@@ -81,6 +81,7 @@ def test_a_training_asking_for_cuda_fails_at_once_and_auto_says_it_runs_on_the_c
     assert "logs/train/cuda.log" in proc.stderr  # Snakemake's error names the log
     assert (workdir / "results/train/auto/metrics.csv").exists()
     assert "[train auto] lnrepro: device auto: torch " in proc.stderr, proc.stderr[-3000:]
+    assert "[train cuda] lnrepro: device cuda asked for, but node " in proc.stderr  # its error on the terminal too
     # a job given a GPU (here by hand, as SLURM does) with device auto stops too, before training
     t0 = time.time()
     given = subprocess.run(base + ["results/train/given/metrics.csv"], cwd=workdir,

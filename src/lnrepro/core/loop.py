@@ -60,7 +60,7 @@ UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
 LATER_DEFAULTS = {"max_rounds": 0, "max_round_updates": 0, "init": "standard", "optimizer_impl": "torch",
                   "divergence_interval": 100}
 LN2 = math.log(2)
-AUTO_CPU_NOTE = "lnrepro: device auto:"  # workflow/lib/run_progress.py shows lines starting so at once
+DEVICE_NOTE = "lnrepro: device"  # pick_device's lines start so: workflow/lib/run_progress.py shows them at once
 
 
 def setting(default, help, choices=None):
@@ -278,10 +278,10 @@ def no_cuda(asked):
     # SLURM's name of the node (what sinfo and an admin know it by), else its hostname
     node, build = os.environ.get("SLURMD_NODENAME") or socket.gethostname(), torch_build()
     if torch.version.cuda or getattr(torch.version, "hip", None):  # a GPU build that sees no GPU
-        return (f"lnrepro: {asked}, but on node {node} {build} sees no usable GPU "
+        return (f"{DEVICE_NOTE} {asked}, but on node {node} {build} sees no usable GPU "
                 f"(torch.cuda.device_count() = {torch.cuda.device_count()}). Fix: check the node's GPU "
                 f"driver (nvidia-smi) and that the job was given a GPU, or set the run's device: cpu")
-    return (f"lnrepro: {asked}, but node {node} has {build}, which cannot use a GPU. Fix: install a CUDA "
+    return (f"{DEVICE_NOTE} {asked}, but node {node} has {build}, which cannot use a GPU. Fix: install a CUDA "
             f"build of torch in the environment the job runs in, e.g. TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128 "
             f"bash workflow/scripts/setup.sh (the CUDA version the node's driver supports), or set the run's device: cpu")
 
@@ -295,13 +295,13 @@ def pick_device(name):
             return torch.device("cuda")
         given = gpus_given()
         if given:
-            raise SystemExit(no_cuda(f"device auto in a job given GPUs ({given})"))
-        print(f"{AUTO_CPU_NOTE} {torch_build()} cannot use a GPU here: running on the CPU",
+            raise SystemExit(no_cuda(f"auto in a job given GPUs ({given})"))
+        print(f"{DEVICE_NOTE} auto: {torch_build()} cannot use a GPU here: running on the CPU",
               file=sys.stderr, flush=True)
         return torch.device("cpu")
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise SystemExit(no_cuda(f"device {name} asked for"))
+        raise SystemExit(no_cuda(f"{name} asked for"))
     return device
 
 
