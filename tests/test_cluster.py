@@ -54,9 +54,112 @@ def test_conda_env_pins_agree_with_pyproject():
 
 
 def test_setup_installs_the_torch_the_env_pins():
-    setup = (ROOT / "workflow" / "scripts" / "setup.sh").read_text()
+    setup = (ROOT / "workflow" / "scripts" / "install_torch.sh").read_text()
     default = re.search(r"TORCH_SPEC:-([^}]+)\}", setup).group(1)
     assert str(conda_env()[1]["torch"]) == default
+
+
+# ---- setup.sh's torch ---------------------------------------------------------------------------
+INSTALL_TORCH = ROOT / "workflow" / "scripts" / "install_torch.sh"  # setup.sh's torch step, on .venv
+
+
+def fake_torch_wheel(folder, version):
+    """A wheel of a package named torch whose module says its version: what pip sees of a build."""
+    import zipfile
+    folder.mkdir(parents=True, exist_ok=True)
+    info = f"torch-{version}.dist-info"
+    files = {"torch/__init__.py": f"__version__ = {version!r}\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    path = folder / f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as whl:
+        for name, text in files.items():
+            whl.writestr(name, text)
+    return path
+
+
+def simple_index(root, wheels):
+    """A PEP 503 index in files: file://root serves as pip's --index-url."""
+    (root / "torch").mkdir(parents=True)
+    links = "".join(f'<a href="{w.as_uri()}">{w.name}</a>\n' for w in wheels)
+    (root / "torch" / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+    return root.as_uri()
+
+
+def installed_torch(venv):
+    return subprocess.run([venv / "bin" / "python", "-c", "import torch; print(torch.__version__)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_setup_installs_the_torch_asked_for_and_replaces_one_that_does_not_match(tmp_path):
+    """TORCH_SPEC with pip options and TORCH_INDEX_URL both reach pip; an installed torch of another
+    version, or of the same version from other options (a CPU build where a CUDA index is asked
+    for), is replaced; a matching one is kept. Fake torch wheels in a throwaway venv, no network."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)  # its own pip, never .venv's
+
+    def setup(**env):
+        proc = subprocess.run(["bash", INSTALL_TORCH, venv], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", **env})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    wheels = tmp_path / "wheels"
+    fake_torch_wheel(wheels, "1.0")
+    say = setup(TORCH_SPEC=f"torch==1.0 --no-index --find-links {wheels}")  # options split into pip's arguments
+    assert installed_torch(venv) == "1.0" and f"setup: installing torch==1.0 --no-index --find-links {wheels}" in say
+    assert setup(TORCH_SPEC=f"torch==1.0 --no-index --find-links {wheels}") == ""  # matches: kept
+    index = simple_index(tmp_path / "simple", [fake_torch_wheel(wheels, "2.0+cpu")])
+    say = setup(TORCH_SPEC="torch==2.0", TORCH_INDEX_URL=index)
+    assert installed_torch(venv) == "2.0+cpu" and "torch 1.0 does not satisfy torch==2.0" in say
+    cuda = simple_index(tmp_path / "cuda", [fake_torch_wheel(tmp_path / "cuda_wheels", "2.0+cu128")])
+    say = setup(TORCH_SPEC="torch==2.0", TORCH_INDEX_URL=cuda)  # 2.0+cpu satisfies torch==2.0, from another index
+    assert installed_torch(venv) == "2.0+cu128" and "was not installed with 'torch==2.0 --index-url file:" in say
+    assert setup(TORCH_SPEC="torch==2.0", TORCH_INDEX_URL=cuda) == ""
+    assert setup(TORCH_SPEC="torch>=2") == ""  # no options: any build that satisfies it
+
+
+# ---- the README's local commands for the papers' settings ----------------------------------------
+def readme_paper_commands():
+    """The README's commands that run config/config.yaml here (with --cores; not the SLURM profile)."""
+    readme = (ROOT / "README.md").read_text()
+    return [c for c in re.findall(r"(?:\.venv/bin/)?snakemake [^`\n]*", readme)
+            if "--configfile config/config.yaml" in c and "--cores" in c and "--profile" not in c]
+
+
+def most_gpus_at_once(log):
+    """The most GPUs the jobs of a verbose Snakemake log held at once: each job block (jobid, then
+    resources) takes its gpu until its 'Finished jobid: N'."""
+    running, most, job = {}, 0, None
+    for line in log.splitlines():
+        if m := re.match(r"\s+jobid: (\d+)$", line):
+            job = m.group(1)
+        elif (m := re.match(r"\s+resources: .*\bgpu=(\d+)", line)) and job:
+            running[job] = int(m.group(1))
+            most = max(most, sum(running.values()))
+        elif m := re.match(r"Finished jobid: (\d+)", line):
+            running.pop(m.group(1), None)
+    return most
+
+
+def test_readme_paper_commands_run_at_most_the_gpus_they_name(tmp_path):
+    """Each command run as written, but with --touch instead of the jobs' commands: Snakemake's
+    scheduler then starts every job of the papers' DAG (433) under the command's resources, in
+    seconds (a dry run plans without them). Without --resources gpu=N, the same run holds 2 GPU jobs
+    at once (a touched job ends at once; real trainings, hours long, pile up to --cores 8)."""
+    commands = readme_paper_commands()
+    assert len(commands) >= 2, commands
+    for i, command in enumerate(commands):
+        limit = re.search(r"--resources gpu=(\d+)", command)
+        assert limit, f"README: {command!r} does not limit its GPU jobs (--resources gpu=N)"
+        args = [a for a in command.split()[1:] if a not in ("...", "-n")]  # "...": the targets; -n: run it
+        proc = subprocess.run([sys.executable, "-m", "snakemake", *args, "--touch", "--verbose",
+                               "--directory", str(tmp_path / str(i))], cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        log = proc.stdout + proc.stderr
+        assert log.count("gpu=1") >= 10  # its GPU jobs ran (trainings and decodings)
+        assert most_gpus_at_once(log) == int(limit.group(1)), command
 
 
 # ---- profiles --------------------------------------------------------------------------------------
@@ -123,9 +226,11 @@ def test_jobs_ask_for_gpus_nodes_and_tasks_from_the_config(tmp_path):
     cfg["runs"] = {"cpu": {}, "one": {"device": "cuda", "gpus": 2}, "two": {"device": "cuda", "nodes": 2, "gpus": 4}}
     cfg["figures"] = {}
     cfg["resources"] = {"gpu": "auto", "gpu_model": "a100", "train": {"mem_mb": 1000, "runtime": 30}}
-    jobs = planned_resources(tmp_path, cfg, [f"results/eval/{r}/bleu.csv" for r in cfg["runs"]])
+    jobs = planned_resources(tmp_path, cfg, [f"results/eval/{r}/bleu{avg}.csv" for r in cfg["runs"] for avg in ("", "_avg2")])
     train = {wc.split("=")[1]: r for (rule, wc), r in jobs.items() if rule == "train"}
     evaluate = {wc.split("=")[1]: r for (rule, wc), r in jobs.items() if rule == "evaluate"}
+    averaged = {wc.split(",")[0].split("=")[1]: r for (rule, wc), r in jobs.items() if rule == "evaluate_averaged"}
+    assert averaged == evaluate  # the same decoding, on the run's device: the same request
     # device cpu: no GPU anywhere
     assert "gpu" not in train["cpu"] and "gpu" not in evaluate["cpu"] and "nodes" not in train["cpu"]
     # one node, 2 GPUs: sbatch --gpus=a100:2, two training processes' threads
@@ -137,7 +242,7 @@ def test_jobs_ask_for_gpus_nodes_and_tasks_from_the_config(tmp_path):
     assert all(evaluate[r]["gpu"] == "1" for r in ("one", "two"))
     assert (train["cpu"]["mem_mb"], train["cpu"]["runtime"]) == ("1000", "30")  # attempt 1: as configured
     for (rule, _), r in jobs.items():  # data rules: CPU only
-        if rule not in ("train", "evaluate"):
+        if rule not in ("train", "evaluate", "evaluate_averaged"):
             assert "gpu" not in r and "nodes" not in r, (rule, r)
 
 

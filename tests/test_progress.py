@@ -55,6 +55,16 @@ def test_interval_0_shows_every_line_and_a_divergence_at_once():
     assert slow.add("train b", diverged, 1) == [f"[train b] {diverged}"] and slow.due(100) == []
 
 
+def test_a_jobs_device_is_said_at_once():
+    """lnrepro.core.loop.pick_device's lines reach the terminal though the job's stderr goes to its log."""
+    from lnrepro.core.loop import DEVICE_NOTE
+    note = f"{DEVICE_NOTE} auto: torch 2.9.0+cpu (CPU-only build) cannot use a GPU here: running on the CPU"
+    stop = f"{DEVICE_NOTE} cuda asked for, but node n1 has torch 2.9.0+cpu (CPU-only build), which cannot use a GPU."
+    t = Throttle(30)
+    assert t.add("eval a", note, 0) == [f"[eval a] {note}"] and t.add("train b", stop, 1) == [f"[train b] {stop}"]
+    assert t.due(100) == []
+
+
 @pytest.mark.parametrize("value, seconds", [(None, 30.0), ("", 30.0), ("5", 5.0), ("0", 0.0), ("off", None),
                                             ("soon", 30.0)])
 def test_progress_interval_setting(value, seconds):

@@ -222,3 +222,26 @@ def test_training_over_two_nodes(cluster, local_run, slurm_dir):
     for node in ("n1", "n2"):  # a process on each node, each with that node's GPU
         assert f"SLURM job {job['JobId']} on node {node}, GPUs allocated (CUDA_VISIBLE_DEVICES): 0" in text
     assert_same_numbers(local_run, slurm_dir, "results/train/ddp/metrics.csv")
+
+
+def test_a_job_given_a_gpu_without_usable_cuda_stops_at_once(cluster, tmp_path):
+    """A device-auto run on a node whose torch cannot use the GPU SLURM gave it (here every node: the
+    GPUs are fake) fails in its first seconds, naming the node, instead of training on the CPU."""
+    workdir = workflow_copy(tmp_path)
+    cfg = tiny_config()
+    cfg["runs"]["gpu_auto"] = {"device": "auto"}
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    target = "results/train/gpu_auto/metrics.csv"
+    # its data built here first, so that the cluster runs the training job alone
+    check(subprocess.run(SNAKEMAKE + [target, "--cores", "2", "--configfile", "tiny.yaml", "--until", "binarize"],
+                         cwd=workdir, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+          "local data")
+    # no retries: the profile's would fail the same way twice more (each attempt asks for a longer slot)
+    proc = subprocess.run(slurm_command(target) + ["--retries", "0"], cwd=workdir, env=clean_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert proc.returncode != 0
+    (job,) = [j for j in slurm_jobs(run_id(proc.stdout)) if j["rule"] == "train"]
+    assert job["JobState"] == "FAILED" and asks_gpu(job), job
+    log = (workdir / "logs" / "train" / "gpu_auto.log").read_text()
+    assert re.search(r"device auto in a job given GPUs \(CUDA_VISIBLE_DEVICES=0\), but node n[12] has torch ", log), log
+    assert "epoch 1/" not in log

@@ -2,7 +2,8 @@
 each training's progress, and a summary when the run ends.
 
 The trainings' commands send everything to their logs (logs/train/<run>.log, logs/pretrain/<run>.log);
-Snakemake's main process reads what the logs gain and shows a job's latest progress line at most
+Snakemake's main process reads what the logs gain and shows at once a job's line about its device
+(auto runs on the CPU, or the GPU asked for is unusable; these logs and logs/eval/), and a job's latest progress line at most
 every LNREPRO_PROGRESS seconds (default 30; 0: every line; off: none), an epoch's end rather than an
 update inside the next one, and the run's last line at once. Reading the logs, not the jobs' output,
 keeps the rules' commands as they were (a changed command reruns every training) and follows jobs
@@ -21,7 +22,10 @@ from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 
-FOLLOWED = ("logs/train", "logs/pretrain")  # the logs of lnrepro.core.loop's trainings
+FOLLOWED = ("logs/train", "logs/pretrain", "logs/eval")  # the logs of lnrepro.core.loop's trainings, and decoding's
+# lnrepro.core.loop.DEVICE_NOTE: a job of device auto running on the CPU, or one that asked for a GPU
+# torch cannot use (its error, otherwise only in its log); shown at once
+DEVICE_NOTE = "lnrepro: device"
 # the loop's progress lines: "epoch 3/8 | update ...", "epoch 3/8 done | ...", "epoch 3/8 DIVERGED ..."
 PROGRESS = re.compile(r"epoch (\d+)/(\d+)( done| DIVERGED)?\b")
 DEFAULT_INTERVAL = 30.0
@@ -57,6 +61,8 @@ class Throttle:
     def add(self, job, line, now):
         """The lines to show now."""
         self.shown.setdefault(job, now)
+        if line.startswith(DEVICE_NOTE):
+            return [f"[{job}] {line}"]
         match = PROGRESS.match(line)
         if not match:
             return []

@@ -39,6 +39,9 @@ def eval_inputs(wildcards):
 def decode_flags(wildcards):
     corpus = run_corpus(wildcards.run)
     flags = cli_flags(decode_settings(corpus, wildcards.run)) + f" --target-lang {lang(corpus, 'tgt')}"
+    # the run's device, not evaluate's default auto: a cpu run's job given a GPU anyway (resources.gpu
+    # always) decodes on the CPU, and a cuda run's stops where CUDA is unusable (lnrepro.core.loop.pick_device)
+    flags += f" --device {run_settings(wildcards.run).get('device', 'auto')}"
     if detok_reference(corpus):
         flags += f" --detok-reference {detok_reference(corpus)}"
     return flags
@@ -87,6 +90,11 @@ rule evaluate_averaged:
         average=average_flag,
         data_dir=run_bin_dir,
     threads: threads("evaluate")
+    resources:  # evaluate's: it decodes on the run's device (decode_flags) as evaluate does
+        mem_mb=mem_mb("evaluate"),
+        runtime=runtime("evaluate"),
+        gpu=eval_gpu,
+        gpu_model=eval_gpu_model,
     conda:
         "../../envs/lnrepro.yaml"
     log:

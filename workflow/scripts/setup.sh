@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # Create .venv with the package, its pinned tools and PyTorch; idempotent and quick when done.
-#   TORCH_SPEC: the PyTorch to install (default torch==2.13.0; on a CUDA machine pick the build
-#               matching your driver, e.g. TORCH_SPEC="torch==2.13.0" from the CUDA index).
+#   TORCH_SPEC, TORCH_INDEX_URL: the PyTorch to install (default torch==2.13.0, the CPU build); on a
+#               CUDA machine the build matching your driver, e.g.
+#               TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128 bash workflow/scripts/setup.sh
+#               A torch already installed that does not match is replaced (install_torch.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-python3}
-TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    .venv/bin/pip install --quiet "$TORCH_SPEC"
-fi
+bash workflow/scripts/install_torch.sh .venv
 .venv/bin/pip install --quiet -e ".[test]"
 # `snakemake --profile slurm` looks in ./slurm, ~/.config/snakemake/slurm, /etc/xdg/snakemake/slurm:
 # give it a copy of profiles/slurm to adapt (partition, account), never overwriting one that exists.

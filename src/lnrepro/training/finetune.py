@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.bert import BertClassifier, load_bert, pad_batch, pair_input
-from ..core.loop import load_checkpoint, log
+from ..core.loop import load_checkpoint, log, pick_device
 from ..core.mono_data import PairData
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96)
@@ -220,14 +220,15 @@ def run(args):
     for split in ("train", "dev"):
         pairs = PairData.load(Path(args.data) / f"{split}.pt")
         data[split] = (encode(pairs, max_len), pairs.labels.clone())
-    rows, pretrained = [], Pretrained(checkpoint, torch.device(args.device))
+    device = pick_device(args.device)  # torch.device would refuse auto, the paper config's device
+    rows, pretrained = [], Pretrained(checkpoint, device)
     if args.max_updates:
         log(f"CAPPED (training_cap): each fine-tuning stops after {args.max_updates} update(s); a smoke test, not a result")
     for batch, lr, epochs in itertools.product(args.batch, args.lr, args.epochs):
         for seed in range(1, args.seeds + 1):
             t0 = time.time()
             acc = finetune_once(pretrained, data["train"], data["dev"], batch, lr, epochs, seed,
-                                args.warmup_fraction, torch.device(args.device), args.max_updates)
+                                args.warmup_fraction, device, args.max_updates)
             rows.append({"round": round_, "task": args.task, "batch": batch, "lr": lr, "epochs": epochs,
                          "seed": seed, "dev_acc": acc})
             log(f"round {round_} | {args.task} | batch {batch} lr {lr:g} epochs {epochs} seed {seed} | "
