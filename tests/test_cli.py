@@ -72,11 +72,11 @@ def one_line_error(argv, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["figure", "--spec", FIGURE_SPEC, "--runs-dir", "{tmp}", "--pdf", "f.pdf", "--csv", "f.csv"],
-     "lnrepro figure: error: {tmp}/train/r1/metrics.csv: no such file or directory "
-     "(run the step that writes it first, e.g. via snakemake)"),
+     "lnrepro figure: error: {tmp}/train/r1/metrics.csv: no such file or directory (nor its folder: an input, "
+     "run the step that writes it first, e.g. via snakemake; an output, create its folder)"),
     (["train", "--data", "{tmp}/bin", "--out", "{tmp}/run"],
-     "lnrepro train: error: {tmp}/bin/dict.txt: no such file or directory "
-     "(run the step that writes it first, e.g. via snakemake)"),
+     "lnrepro train: error: {tmp}/bin/dict.txt: no such file or directory (nor its folder: an input, "
+     "run the step that writes it first, e.g. via snakemake; an output, create its folder)"),
     # the workflow passes the spec as JSON text; a file name there was a JSONDecodeError's traceback
     (["figure", "--spec", "spec.json", "--pdf", "f.pdf", "--csv", "f.csv"],
      "lnrepro figure: error: argument --spec: not JSON (Expecting value at char 0): give the JSON text itself, "
@@ -97,6 +97,13 @@ def one_line_error(argv, capsys):
 def test_a_missing_or_wrong_input_is_one_line(argv, message, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     assert one_line_error(argv, capsys) == message.replace("{tmp}", str(tmp_path))
+
+
+def test_a_missing_file_in_a_folder_that_exists_is_an_input_not_made_yet(tmp_path, capsys):
+    (tmp_path / "bin").mkdir()
+    assert one_line_error(["train", "--data", f"{tmp_path}/bin", "--out", f"{tmp_path}/run"], capsys) == (
+        f"lnrepro train: error: {tmp_path}/bin/dict.txt: no such file or directory "
+        "(run the step that writes it first, e.g. via snakemake)")
 
 
 @pytest.mark.parametrize("text, value", [("true", True), ("True", True), ("1", True), ("yes", True),

@@ -3,6 +3,7 @@ one line `lnrepro CMD: error: argument --flag: ...` (cli.Parser), exit 2, and th
 only a command's run() finds; never a traceback or a silent default."""
 import argparse
 import json
+import os
 import sys
 
 TRUE, FALSE = ("1", "true", "yes"), ("0", "false", "no")
@@ -46,6 +47,12 @@ def usage_error(command, message):
 
 def missing_input(command, error):
     """`lnrepro CMD: error: PATH: no such file or directory`: a command run by hand before the step
-    that writes its input. An error of our own (no filename) already says what is missing."""
-    what = f"{error.filename}: no such file or directory" if error.filename else str(error)
-    usage_error(command, f"{what} (run the step that writes it first, e.g. via snakemake)")
+    that writes its input, or with an output in a folder that does not exist (Snakemake makes the
+    folders of a rule's outputs; by hand nobody does). An error of our own (no filename) already says
+    what is missing."""
+    if not error.filename:
+        usage_error(command, str(error))
+    advice = "run the step that writes it first, e.g. via snakemake"
+    if not os.path.isdir(os.path.dirname(os.path.abspath(error.filename))):
+        advice = f"nor its folder: an input, {advice}; an output, create its folder"
+    usage_error(command, f"{error.filename}: no such file or directory ({advice})")
