@@ -751,6 +751,8 @@ def fit(cfg: LoopConfig, task, out_dir):
         if board:
             for key in ("train_loss", "valid_loss", "lr", "grad_norm", "tokens_per_s"):
                 board.add_scalar(key, row[key], epoch)
+            board.add_scalar("train_ppl", perplexity(row["train_nll"]), epoch)  # the log's ppl
+            board.add_scalar("valid_ppl", perplexity(row[task.valid_nll_column]), epoch)
         if main_process:
             save_round(model, optimizer, mixed, cfg, rows, epoch, updates, ckpt_dir, env.world, identity["data"])
             write_csv(rows, out_dir / "progress.csv", columns)
