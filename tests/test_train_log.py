@@ -54,7 +54,8 @@ def test_bert_log_states_its_settings_and_masked_lm_perplexity(bert_data, tmp_pa
     err = capsys.readouterr().err
     assert ("settings: BERT norm pre, 2 layers, d_model 32, ffn 64, heads 4, init_std 0.02, ln_eps 1e-05 | "
             "dropout 0.1, attention dropout 0.1") in err.splitlines()
-    assert ("settings: masked LM (mask_prob 0.15) + next-sentence prediction | block_size 32 from update 0 | "
+    assert ("settings: masked LM (mask_prob 0.15) + next-sentence prediction | block_size 32 (max_tokens 256) from "
+            "update 0 | "
             "max_updates 20, valid_interval 10") in err.splitlines()
     # valid ppl: of the masked LM's nll (valid_loss; NSP is not in it)
     epoch_lines(err, pd.read_csv(tmp_path / "metrics.csv"), "valid_loss")

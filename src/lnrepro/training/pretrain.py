@@ -92,7 +92,8 @@ class PretrainConfig(LoopConfig):
                 (round(self.short_fraction * self.total_updates()), self.block_size, self.max_tokens)]
 
     def model_summary(self):
-        phases = ", ".join(f"block_size {block} from update {start}" for start, block, _ in self.phases())
+        phases = ", ".join(f"block_size {block} (max_tokens {tokens}) from update {start}"
+                           for start, block, tokens in self.phases())
         return [f"settings: BERT norm {self.norm}, {self.layers} layers, d_model {self.d_model}, ffn {self.ffn_dim}, heads "
                 f"{self.heads}, init_std {self.init_std:g}, ln_eps {self.ln_eps:g} | dropout {self.dropout:g}, "
                 f"attention dropout {self.attn_dropout:g}",
