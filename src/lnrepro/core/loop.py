@@ -17,8 +17,10 @@ dies (Snakemake killed) stops at its next update; its ``last.pt`` resumes. A
 run whose loss turns NaN/inf or explodes (checked every ``divergence_interval`` updates and at each
 round's end), or whose fp16 loss scale reaches its floor (lnrepro.core.precision), is recorded as
 diverged: its curve so far plus a final row with diverged=1 and the reason in diverged_reason, and
-the command exits 0. Progress goes to stderr every ``log_interval`` seconds and at each round's
-end: round N/M, update N/M of the run, loss, lr, tokens/s, the run's ETA.
+the command exits 0. The log (stderr) states the run's settings first (``settings: ...`` lines,
+LoopConfig.summary), then progress every ``log_interval`` seconds and at each round's end: round
+N/M, update N/M of the run, loss, lr, tokens/s, the run's ETA; at a round's end the train and valid
+loss each with its ppl (2**nll, fairseq's; in the log only, not in metrics.csv).
 """
 import csv
 import dataclasses
