@@ -26,7 +26,7 @@ def progress(epoch, update, eta="1m00s"):
 
 
 def done(epoch):
-    return f"epoch {epoch}/3 done | train 7.0 | valid 6.9 | gnorm 1.0 | 900 tok/s | 9.0s | run eta 20s"
+    return f"epoch {epoch}/3 done | train 7.0 ppl 98.42 | valid 6.9 ppl 90.51 | gnorm 1.0 | 900 tok/s | 9.0s | run eta 20s"
 
 
 def test_a_job_shows_a_line_every_interval_an_epochs_end_first_and_its_last_at_once():
@@ -34,6 +34,7 @@ def test_a_job_shows_a_line_every_interval_an_epochs_end_first_and_its_last_at_o
     job = "train run"
     shown = []
     for now, line in [(0, "798,208 parameters, vocab 764, 30 updates/round"),  # the job is seen
+                      (0, "settings: lr 0.0005, schedule inverse_sqrt, warmup 4000 updates from lr 0"),  # log only
                       (10, progress(1, 10)), (20, done(1)), (25, progress(2, 35)), (40, progress(2, 50)),
                       (55, progress(2, 55)), (65, progress(2, 58)), (70, progress(2, 59)),
                       (75, done(2)), (80, progress(3, 65)), (90, done(3))]:

@@ -73,7 +73,8 @@ def pretrain_flags(wildcards):
     flags = cli_flags({k: v for k, v in s.items() if k not in BERT_RUN_ONLY_KEYS + LAUNCH_KEYS})
     layout = {k: v for k, v in s.items() if k in LAUNCH_KEYS and v != 1}
     flags = f"{flags} {cli_flags(layout)}" if layout else flags
-    return flags + cap_flags(training_cap().get("bert_rounds", 0), training_cap().get("bert_round_updates", 0))
+    return (flags + cap_flags(training_cap().get("bert_rounds", 0), training_cap().get("bert_round_updates", 0))
+            + log_flags(wildcards.run))
 
 
 def bert_rounds(run):

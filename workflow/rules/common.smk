@@ -28,6 +28,10 @@ READY_SOURCES = ["generated", "iwslt14", "wmt14", "local"]
 ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from downloaded archives
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
+# what a training logs besides its log, not what it computes: kept out of run_settings (so out of the
+# figures' and other rules' params) and passed by the training rules only when true (log_flags), so a
+# config that leaves them out (or false) trains with the commands it had before they were keys
+LOG_KEYS = ("tensorboard",)
 NORMS = ("post", "pre", "admin", "fixup")
 # lnrepro.core.model refuses Admin beside Pre-LN (omega re-weights Post-LN residuals); Admin on one side
 # with Post-LN on the other builds, and admin-profile then writes omegas for that side only. FixUp
@@ -167,7 +171,7 @@ def run_settings(run):
     A BERT run has its own defaults and models (bert_run_settings)."""
     if run not in config["runs"]:
         return bert_run_settings(run)
-    merged = {**config["train_defaults"], **config["runs"][run]}
+    merged = without_log_keys({**config["train_defaults"], **config["runs"][run]})
     settings = {**config["models"][merged["model"]], **merged}
     if "norm" in settings:
         settings.setdefault("enc_norm", settings["norm"])
@@ -215,8 +219,21 @@ def bert_runs():
 
 def bert_run_settings(run):
     """bert.pretrain_defaults <- bert.models[model] <- the run's own keys."""
-    merged = {**bert_section().get("pretrain_defaults", {}), **bert_section()["runs"][run]}
+    merged = without_log_keys({**bert_section().get("pretrain_defaults", {}), **bert_section()["runs"][run]})
     return {**bert_section()["models"][merged["model"]], **merged}
+
+
+def without_log_keys(settings):
+    return {k: v for k, v in settings.items() if k not in LOG_KEYS}
+
+
+def log_flags(run):
+    """' --tensorboard true' where the run (or its defaults) sets tensorboard: true, else nothing."""
+    if run in config["runs"]:
+        merged = {**config["train_defaults"], **config["runs"][run]}
+    else:
+        merged = {**bert_section().get("pretrain_defaults", {}), **bert_section()["runs"][run]}
+    return "".join(f" --{key} true" for key in LOG_KEYS if merged.get(key))
 
 
 # ---- archives: one file name under resources/downloads/ is one URL and one sha256 (download.smk) ----

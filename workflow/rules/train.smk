@@ -30,7 +30,7 @@ def train_flags(wildcards):
     layout = {k: v for k, v in run_settings(wildcards.run).items() if k in LAUNCH_KEYS and v != 1}
     flags = f"{flags} {cli_flags(layout)}" if layout else flags
     flags += f" --admin-omega {omega_file(wildcards.run)}" if uses_admin(wildcards.run) else ""
-    return flags + train_cap_flags(wildcards.run)
+    return flags + train_cap_flags(wildcards.run) + log_flags(wildcards.run)
 
 
 STEP_SCHEDULES = ("step", "step_inverse_sqrt")

@@ -17,8 +17,10 @@ dies (Snakemake killed) stops at its next update; its ``last.pt`` resumes. A
 run whose loss turns NaN/inf or explodes (checked every ``divergence_interval`` updates and at each
 round's end), or whose fp16 loss scale reaches its floor (lnrepro.core.precision), is recorded as
 diverged: its curve so far plus a final row with diverged=1 and the reason in diverged_reason, and
-the command exits 0. Progress goes to stderr every ``log_interval`` seconds and at each round's
-end: round N/M, update N/M of the run, loss, lr, tokens/s, the run's ETA.
+the command exits 0. The log (stderr) states the run's settings first (``settings: ...`` lines,
+LoopConfig.summary), then progress every ``log_interval`` seconds and at each round's end: round
+N/M, update N/M of the run, loss, lr, tokens/s, the run's ETA; at a round's end the train and valid
+loss each with its ppl (2**nll, fairseq's; in the log only, not in metrics.csv).
 """
 import csv
 import dataclasses
@@ -150,6 +152,29 @@ class LoopConfig:
 
     def capped_round_updates(self, updates):
         return min(updates, self.max_round_updates) if self.max_round_updates else updates
+
+    def summary(self, device, world):
+        """The run's settings as the log's first lines say them, in fairseq's words where they have one
+        (config/README.md maps fairseq-train's flags to these keys)."""
+        if self.optimizer == "sgd":
+            optimizer = f"optimizer sgd, momentum {self.momentum:g}"
+        else:
+            optimizer = (f"optimizer {self.optimizer} (optimizer_impl {self.optimizer_impl}), betas ({self.adam_beta1:g}, "
+                         f"{self.adam_beta2:g}), eps {self.adam_eps:g}")
+        schedule = {"step": f", x{self.decay_factor:g} from epoch {self.decay_epoch}",
+                    "step_inverse_sqrt": f", x{self.decay_factor:g} from epoch {self.decay_epoch}",
+                    "linear": f" to {self.end_lr:g}"}.get(self.schedule, "")
+        precision = self.precision + (f" (loss scale from {self.fp16_init_scale})" if self.precision == "fp16" else "")
+        return [f"settings: lr {self.lr:g}, schedule {self.schedule}{schedule}, warmup {self.warmup} updates from "
+                f"lr {self.warmup_init_lr:g} | {optimizer}, weight decay {self.weight_decay:g}, clip norm "
+                f"{self.clip_norm:g}{' (none)' if not self.clip_norm else ''}",
+                f"settings: batch max_tokens {self.max_tokens} x update_freq {self.update_freq} x {world} "
+                f"process(es) | seed {self.seed} | precision {precision} | device {device}",
+                *self.model_summary()]
+
+    def model_summary(self):
+        """The task's own settings (model, objective, length) as log lines."""
+        return []
 
     def fingerprint(self):
         """The settings' digest; a checkpoint from another fingerprint is never resumed."""
@@ -589,7 +614,8 @@ class Distributed:
 
 def fit(cfg: LoopConfig, task, out_dir):
     """Train task's model for task.rounds rounds (fewer and shorter with cfg's cap). The task provides:
-    vocab_size, rounds, valid_columns, build_model(), updates_per_round(per_update),
+    vocab_size, rounds, valid_columns, valid_nll_column (the one of valid_columns that is the nll, in bits,
+    whose 2**x the log shows as ppl), build_model(), updates_per_round(per_update),
     round_batches(round, per_update) (per_update batches for each update, in order),
     tokens(batch) (the loss's denominator), loss(model, batch, device) -> (loss sum, nll sum)
     in nats, validate(model, device, autocast) -> {column: value}, data_identity() -> {file name:
@@ -631,6 +657,9 @@ def fit(cfg: LoopConfig, task, out_dir):
 
     log(f"{sum(p.numel() for p in model.parameters()):,} parameters, vocab {task.vocab_size}, "
         f"{updates_per_round} updates/round, {rounds} rounds, device {device}, {env.world} worker(s)")
+    if main_process:
+        for line in cfg.summary(device, env.world):
+            log(line)
     if cfg.capped():
         log(f"CAPPED (training_cap): {rounds} of {task.rounds} rounds, {updates_per_round} of "
             f"{task.updates_per_round(per_update)} updates each; a smoke test, not a result")
@@ -716,12 +745,16 @@ def fit(cfg: LoopConfig, task, out_dir):
         model.train()
         row["checkpoint"] = f"checkpoints/epoch{epoch}.pt"
         rows.append(row)
-        log(f"epoch {epoch}/{rounds} done | train {row['train_loss']:.3f} | valid {row['valid_loss']:.3f} | "
+        # ppl: 2**nll (bits), fairseq's ppl; loss: the loss trained (label-smoothed), as fairseq's loss
+        log(f"epoch {epoch}/{rounds} done | train {row['train_loss']:.3f} ppl {perplexity(row['train_nll']):.2f} | "
+            f"valid {row['valid_loss']:.3f} ppl {perplexity(row[task.valid_nll_column]):.2f} | "
             f"gnorm {row['grad_norm']:.3f} | {scale_text(mixed)}{row['tokens_per_s']:,.0f} tok/s | {wall:.1f}s | "
             f"run eta {clock.eta(updates)}")
         if board:
             for key in ("train_loss", "valid_loss", "lr", "grad_norm", "tokens_per_s"):
                 board.add_scalar(key, row[key], epoch)
+            board.add_scalar("train_ppl", perplexity(row["train_nll"]), epoch)  # the log's ppl
+            board.add_scalar("valid_ppl", perplexity(row[task.valid_nll_column]), epoch)
         if main_process:
             save_round(model, optimizer, mixed, cfg, rows, epoch, updates, ckpt_dir, env.world, identity["data"])
             write_csv(rows, out_dir / "progress.csv", columns)
@@ -730,6 +763,14 @@ def fit(cfg: LoopConfig, task, out_dir):
         write_csv(rows, out_dir / "metrics.csv", columns)
     env.close()
     return 0
+
+
+def perplexity(bits):
+    """2**bits, fairseq's ppl of an nll in bits per token; inf where that overflows a float."""
+    try:
+        return 2.0 ** bits
+    except OverflowError:
+        return math.inf
 
 
 def resumes(ckpt_dir):
@@ -761,5 +802,6 @@ def tensorboard_writer(cfg, out_dir):
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as e:
-        raise SystemExit(f"--tensorboard needs the tensorboard package (pip install tensorboard): {e}")
+        raise SystemExit(f"tensorboard: true (--tensorboard) needs the tensorboard package: pip install -e '.[tensorboard]' "
+                         f"(or pip install tensorboard), or set tensorboard: false ({e})")
     return SummaryWriter(out_dir / "tensorboard")

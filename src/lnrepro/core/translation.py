@@ -41,6 +41,13 @@ class TrainConfig(LoopConfig):
     label_smoothing: float = setting(0.1, "label smoothing of the cross-entropy loss")
     epochs: int = setting(50, "epochs to train (one round = one epoch)")
 
+    def model_summary(self):
+        return [f"settings: norm enc/dec {self.enc_norm}/{self.dec_norm}, layers enc/dec {self.enc_layers}/"
+                f"{self.dec_layers}, d_model {self.d_model}, ffn "
+                f"{self.ffn_dim}, heads {self.heads}, share_all_embeddings {self.share_all_embeddings}, init {self.init}",
+                f"settings: dropout {self.dropout:g}, attention dropout {self.attn_dropout:g}, activation dropout "
+                f"{self.act_dropout:g} | label smoothing {self.label_smoothing:g} | epochs {self.epochs}"]
+
     def model_config(self, vocab_size):
         names = {f.name for f in fields(ModelConfig)}
         return ModelConfig(vocab_size=vocab_size, **{k: v for k, v in self.as_dict().items() if k in names})
@@ -57,6 +64,7 @@ class TranslationTask:
     """Sentence pairs in fairseq's token batches; a round is one epoch."""
     # valid_pairs: the pairs validated; valid_skipped, train_skipped: the pairs left out (count_pairs)
     valid_columns = ("valid_loss", "valid_nll", "valid_pairs", "valid_skipped", "train_skipped")
+    valid_nll_column = "valid_nll"
 
     def __init__(self, cfg: TrainConfig, data_dir: Path):
         self.cfg = cfg

@@ -91,6 +91,15 @@ class PretrainConfig(LoopConfig):
         return [(0, self.short_block_size, short_tokens),
                 (round(self.short_fraction * self.total_updates()), self.block_size, self.max_tokens)]
 
+    def model_summary(self):
+        phases = ", ".join(f"block_size {block} (max_tokens {tokens}) from update {start}"
+                           for start, block, tokens in self.phases())
+        return [f"settings: BERT norm {self.norm}, {self.layers} layers, d_model {self.d_model}, ffn {self.ffn_dim}, heads "
+                f"{self.heads}, init_std {self.init_std:g}, ln_eps {self.ln_eps:g} | dropout {self.dropout:g}, "
+                f"attention dropout {self.attn_dropout:g}",
+                f"settings: masked LM (mask_prob {self.mask_prob:g}){' + next-sentence prediction' if self.nsp else ''}"
+                f" | {phases} | max_updates {self.max_updates}, valid_interval {self.valid_interval}"]
+
     def model_config(self, vocab_size):
         return BertConfig(vocab_size=vocab_size, layers=self.layers, d_model=self.d_model, ffn_dim=self.ffn_dim,
                           heads=self.heads, dropout=self.dropout, attn_dropout=self.attn_dropout, init_std=self.init_std, norm=self.norm,
@@ -185,6 +194,7 @@ class MaskedLMTask:
                              for i, b in enumerate(valid_batches)]
         self.rounds = math.ceil(cfg.max_updates / cfg.valid_interval)
         self.valid_columns = ("valid_loss", "valid_mlm_acc") + (("valid_nsp_acc",) if cfg.nsp else ())
+        self.valid_nll_column = "valid_loss"  # the masked LM's nll: NSP is not in it
         self._pending = {}
 
     def data_identity(self):
