@@ -45,6 +45,7 @@ include: "workflow/rules/theory.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/admin.smk"
 include: "workflow/rules/bert.smk"
+include: "workflow/rules/plan.smk"
 
 
 rule all:

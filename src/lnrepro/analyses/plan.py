@@ -1,0 +1,252 @@
+"""A cost plan before anything trains: per run, per figure and table, and in total, the trainings,
+updates, model FLOPs, GPU-hours at a stated throughput, and the disk of checkpoints and data.
+
+Everything here is an estimate from the config's settings (the workflow passes them as --spec):
+no data is read and nothing is built. What is assumed is written into the plan beside the numbers.
+
+- parameters: counted from the settings as lnrepro.core.model / lnrepro.core.bert build them
+  (tests/test_plan.py checks the count against the real modules); the vocabulary, unknown until the
+  dictionary is built, is estimated as bpe_merges + VOCAB_EXTRA;
+- updates: epochs x updates per epoch, where updates per epoch = the corpus's training tokens / the
+  run's tokens per update (max_tokens x gpus x nodes x update_freq), or max_updates where set (BERT);
+- FLOPs: 6 x parameters x tokens trained on (forward and backward; attention's own FLOPs left out);
+- GPU-hours: FLOPs / (peak x MFU), both options (the defaults: an H100's dense bf16 peak, 30% MFU);
+- checkpoints: what lnrepro.core.loop.save_round writes: one epochN.pt per round (the weights, fp32)
+  and last.pt (the weights and the optimizer's moments), every one kept;
+- data: the binarized splits (int32 tokens, int64 offsets) and the text stages before them;
+  downloaded archives and BERT's Wikipedia/books text are not counted.
+"""
+import csv
+import json
+import math
+from pathlib import Path
+
+from lnrepro.args import json_object
+
+# ---- the corpora's sizes where the config states none (sentence pairs in the training split) ----
+IWSLT14_TRAIN_PAIRS = 160_239  # fairseq's prepare-iwslt14.sh output (config.yaml: expected_counts.train)
+WMT14_TRAIN_PAIRS = 4_500_000  # Vaswani et al. 2017 §5.1: "about 4.5 million sentence pairs"
+# BPE tokens per training pair as batches count them (the longer side, with padding): our estimates.
+# generated: demo.yaml's ~80 updates per epoch at max_tokens 900 on deen's 4,304 training pairs;
+# iwslt14: its ~1,100 updates per epoch at 4,096 tokens (demo.yaml) on 160,239 pairs;
+# wmt14: ~28 tokens per side per sentence after BPE (~125M per side on 4.5M pairs), padded
+TOKENS_PER_PAIR = {"generated": 16, "iwslt14": 28, "wmt14": 32, "local": 28}
+TEXT_BYTES_PER_PAIR = {"generated": 120, "iwslt14": 230, "wmt14": 300, "local": 230}  # both sides, one text stage
+TEXT_STAGES = 4  # raw, tokenized, cleaned/lowercased, BPE: each a full copy of the text
+VOCAB_EXTRA = 400  # symbols beside the merges: characters and <pad> <s> </s> <unk> (our estimate)
+BYTES_PER_PARAM = 4  # fp32 weights and moments (fp16 runs too: autocast keeps fp32 weights)
+OPTIMIZER_MOMENTS = {"adam": 2, "radam": 2, "sgd": 0}  # state tensors per parameter (sgd: with momentum, 1)
+H100_BF16_DENSE_TFLOPS = 989.0  # NVIDIA H100 SXM datasheet, dense (not 2:4 sparse)
+MFU = 0.30  # model FLOPs utilization: an assumption, not a measurement
+TOP = 5
+
+# lnrepro.core.model.ModelConfig's defaults (tests/test_plan.py compares them)
+MODEL_DEFAULTS = {"d_model": 512, "ffn_dim": 1024, "enc_layers": 6, "dec_layers": 6, "share_all_embeddings": False}
+BERT_DEFAULTS = {"d_model": 768, "ffn_dim": 3072, "layers": 12, "norm": "post", "block_size": 512, "nsp": True,
+                 "max_tokens": 4096, "valid_interval": 50_000}
+
+
+# ---- parameters ------------------------------------------------------------------------------
+def attention_params(d, fixup=False):
+    return 4 * d * d + 4 * d + fixup  # stacked in_proj (3d x d + 3d), out_proj (d x d + d); FixUp's bias
+
+
+def ffn_params(d, f, fixup=False):
+    return 2 * d * f + f + d + 2 * fixup  # fc1, fc2; FixUp's two scalar biases
+
+
+def sublayer_params(d, norm):
+    return {"post": 2 * d, "pre": 2 * d, "admin": 3 * d, "fixup": 2}[norm]  # LayerNorm; Admin's omega
+
+
+def translation_params(settings, vocab):
+    """lnrepro.core.model.Transformer's parameter count: the decoder's embedding is also the output
+    projection; share_all_embeddings makes it the encoder's too; Pre-LN adds a final LayerNorm."""
+    s = {**MODEL_DEFAULTS, **settings}
+    d, f = s["d_model"], s["ffn_dim"]
+    enc, dec = (s.get(side, s.get("norm", "post")) for side in ("enc_norm", "dec_norm"))
+    enc_layer = attention_params(d, enc == "fixup") + ffn_params(d, f, enc == "fixup") + 2 * sublayer_params(d, enc)
+    dec_layer = (2 * attention_params(d, dec == "fixup") + ffn_params(d, f, dec == "fixup")
+                 + 3 * sublayer_params(d, dec))
+    embeddings = vocab * d * (1 if s["share_all_embeddings"] else 2)
+    finals = 2 * d * ((enc == "pre") + (dec == "pre"))
+    return s["enc_layers"] * enc_layer + s["dec_layers"] * dec_layer + embeddings + finals
+
+
+def bert_params(settings, vocab):
+    """lnrepro.core.bert.Bert's: token, position (block_size) and segment embeddings with their
+    LayerNorm, encoder layers, the masked-LM head (tied output, own bias) and NSP's pooler and head."""
+    s = {**BERT_DEFAULTS, **settings}
+    d, f, norm = s["d_model"], s["ffn_dim"], s["norm"]
+    layer = attention_params(d) + ffn_params(d, f) + 2 * sublayer_params(d, norm)
+    embeddings = vocab * d + s["block_size"] * d + 2 * d + 2 * d
+    head = d * d + d + 2 * d + vocab
+    nsp = (d * d + d + 2 * d + 2) if s["nsp"] else 0
+    return s["layers"] * layer + embeddings + 2 * d * (norm == "pre") + head + nsp
+
+
+def checkpoint_bytes(params, optimizer, momentum=0.0):
+    """(epochN.pt, last.pt): the weights; the weights and the optimizer's moments (save_round)."""
+    moments = OPTIMIZER_MOMENTS.get(optimizer, 2) + (optimizer == "sgd" and momentum > 0)
+    return params * BYTES_PER_PARAM, params * BYTES_PER_PARAM * (1 + moments)
+
+
+# ---- corpora ---------------------------------------------------------------------------------
+def train_pairs(corpus):
+    """Sentence pairs in a corpus's training split, or None where the config cannot tell (local)."""
+    source = corpus["source"]
+    if source == "generated":
+        n = corpus["generator"]["n_train"]
+        return n - n // corpus.get("valid_every", 23)  # every Nth pair goes to valid (split-valid)
+    if "train" in corpus.get("expected_counts", {}):
+        return corpus["expected_counts"]["train"]
+    return {"iwslt14": IWSLT14_TRAIN_PAIRS, "wmt14": WMT14_TRAIN_PAIRS}.get(source)
+
+
+def corpus_vocab(corpus):
+    return corpus["bpe_merges"] + VOCAB_EXTRA
+
+
+def corpus_data_bytes(corpus):
+    pairs = train_pairs(corpus)
+    if pairs is None:
+        return 0
+    tokens = pairs * TOKENS_PER_PAIR[corpus["source"]]
+    binarized = tokens * 2 * 4 + pairs * 2 * 8  # both sides' int32 tokens and int64 offsets
+    return binarized + pairs * TEXT_BYTES_PER_PAIR[corpus["source"]] * TEXT_STAGES
+
+
+# ---- runs ------------------------------------------------------------------------------------
+def processes(s):
+    return s.get("gpus", 1) * s.get("nodes", 1)
+
+
+def plan_translation(name, s, corpus, flops_per_s):
+    tokens_per_update = s.get("max_tokens", 4096) * processes(s) * s.get("update_freq", 1)
+    pairs = train_pairs(corpus)
+    if s.get("max_updates"):
+        updates, rounds = s["max_updates"], s.get("epochs", 1)
+    elif pairs is None:
+        updates, rounds = 0, s.get("epochs", 1)
+    else:
+        per_epoch = math.ceil(pairs * TOKENS_PER_PAIR[corpus["source"]] / tokens_per_update)
+        updates, rounds = s["epochs"] * per_epoch, s["epochs"]
+    params = translation_params(s, corpus_vocab(corpus))
+    return run_row(name, "translation", s, params, updates, tokens_per_update, rounds, flops_per_s)
+
+
+def plan_bert(name, s, vocab, flops_per_s):
+    s = {**BERT_DEFAULTS, **s}
+    long_tokens = s["max_tokens"]
+    short = s.get("short_max_tokens") or long_tokens
+    frac = s.get("short_fraction", 0) if s.get("short_block_size") else 0
+    tokens_per_update = (frac * short + (1 - frac) * long_tokens) * processes(s) * s.get("update_freq", 1)
+    rounds = math.ceil(s["max_updates"] / s["valid_interval"])
+    params = bert_params(s, vocab)
+    return run_row(name, "bert", s, params, s["max_updates"], tokens_per_update, rounds, flops_per_s)
+
+
+def run_row(name, kind, s, params, updates, tokens_per_update, rounds, flops_per_s):
+    tokens = updates * tokens_per_update
+    flops = 6 * params * tokens
+    epoch_ckpt, last_ckpt = checkpoint_bytes(params, s.get("optimizer", "adam"), s.get("momentum", 0.0))
+    return {"run": name, "kind": kind, "params": params, "updates": updates, "tokens": tokens, "flops": flops,
+            "gpu_hours": flops / flops_per_s / 3600, "checkpoints": rounds + 1,
+            "checkpoint_bytes": rounds * epoch_ckpt + last_ckpt}
+
+
+def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU):
+    """{'runs': [row per run], 'groups': {name: sums}, 'total': sums, 'data_bytes': int}."""
+    flops_per_s = peak_tflops * 1e12 * mfu
+    rows = {name: plan_translation(name, s, spec["corpora"][s["corpus"]], flops_per_s)
+            for name, s in spec["runs"].items()}
+    bert = spec.get("bert", {})
+    for name, s in bert.get("runs", {}).items():
+        vocab = bert["corpora"][s["corpus"]]["bpe_merges"] + VOCAB_EXTRA + 1  # + <mask>
+        rows[name] = plan_bert(name, s, vocab, flops_per_s)
+    groups = {group: totals([rows[r] for r in dict.fromkeys(runs)]) for group, runs in spec.get("groups", {}).items()}
+    used = {s["corpus"] for s in spec["runs"].values()}
+    data = sum(corpus_data_bytes(spec["corpora"][c]) for c in sorted(used))
+    return {"runs": list(rows.values()), "groups": groups, "total": totals(list(rows.values())), "data_bytes": data}
+
+
+SUMMED = ("updates", "tokens", "flops", "gpu_hours", "checkpoints", "checkpoint_bytes")
+
+
+def totals(rows):
+    return {"trainings": len(rows), **{k: sum(r[k] for r in rows) for k in SUMMED}}
+
+
+# ---- output ----------------------------------------------------------------------------------
+def gb(n):
+    return f"{n / 1e9:,.1f}"
+
+
+def md_row(name, t):
+    return (f"| {name} | {t['trainings']} | {t['updates']:,} | {t['flops']:.3g} | {t['gpu_hours']:,.1f} "
+            f"| {gb(t['checkpoint_bytes'])} |")
+
+
+def markdown(p, peak_tflops, mfu):
+    total = p["total"]
+    header = "| | trainings | updates | model FLOPs | GPU-hours | checkpoints GB |\n|---|---:|---:|---:|---:|---:|"
+    lines = ["# Cost plan", "",
+             f"**Total: {total['trainings']} trainings, {total['updates']:,} updates, {total['flops']:.3g} FLOPs, "
+             f"{total['gpu_hours']:,.0f} GPU-hours, {gb(total['checkpoint_bytes'])} GB of checkpoints "
+             f"({total['checkpoints']:,} files) + {gb(p['data_bytes'])} GB of data.**", "",
+             "## Assumptions (estimates, not measurements)", "",
+             f"- throughput: {peak_tflops:g} TFLOP/s peak x {mfu:.0%} MFU = {peak_tflops * mfu:g} TFLOP/s per GPU "
+             f"(default: an H100's dense bf16 peak; the MFU is assumed; fp32 runs would see TF32's half of it "
+             f"at best); set `lnrepro plan --peak-tflops --mfu` from `lnrepro bench` on your GPU",
+             "- model FLOPs = 6 x parameters x tokens trained on (attention's score FLOPs left out)",
+             f"- updates = epochs x ceil(training pairs x tokens per pair / tokens per update), or max_updates; "
+             f"tokens per pair {TOKENS_PER_PAIR}; training pairs: generated n_train less its valid share, "
+             f"IWSLT14 {IWSLT14_TRAIN_PAIRS:,} (prepare-iwslt14.sh), WMT14 {WMT14_TRAIN_PAIRS:,} "
+             f"(Vaswani et al. 2017 §5.1)",
+             f"- vocabulary = bpe_merges + {VOCAB_EXTRA} (characters and special symbols)",
+             f"- checkpoints: every round's epochN.pt (weights, {BYTES_PER_PARAM} B per parameter) and last.pt "
+             f"(weights + optimizer moments: Adam/RAdam 2, SGD without momentum 0), all kept",
+             f"- data: binarized splits and {TEXT_STAGES} text stages of the corpora the runs train on; "
+             f"downloads and BERT's pre-training text not counted",
+             "- a run in several figures or tables counts in each of them, once in the total", "",
+             "## Per figure and table", "", header,
+             *(md_row(g, t) for g, t in p["groups"].items()), md_row("**total**", total), "",
+             f"## The {TOP} runs that dominate (GPU-hours)", "", header]
+    top = sorted(p["runs"], key=lambda r: -r["gpu_hours"])[:TOP]
+    lines += [md_row(r["run"], {**r, "trainings": 1}) for r in top]
+    lines += ["", "## Every run", "", "| run | parameters | updates | tokens | GPU-hours | checkpoints GB |",
+              "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['run']} | {r['params']:,} | {r['updates']:,} | {r['tokens']:.3g} | {r['gpu_hours']:,.1f} "
+              f"| {gb(r['checkpoint_bytes'])} |" for r in p["runs"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(p, path):
+    fields = ["scope", "name", "trainings", "params", *SUMMED]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in p["runs"]:
+            w.writerow({"scope": "run", "name": r["run"], "trainings": 1, **r})
+        for g, t in p["groups"].items():
+            w.writerow({"scope": "group", "name": g, **t})
+        w.writerow({"scope": "total", "name": "total", **p["total"]})
+
+
+def add_arguments(p):
+    p.add_argument("--spec", required=True, type=json_object("runs", "corpora"),
+                   help="JSON: runs (resolved settings), corpora, groups {figure or table: [runs]}, bert")
+    p.add_argument("--peak-tflops", type=float, default=H100_BF16_DENSE_TFLOPS,
+                   help="a GPU's peak TFLOP/s (the default: an H100 SXM's dense bf16)")
+    p.add_argument("--mfu", type=float, default=MFU, help="assumed model FLOPs utilization, 0-1")
+    p.add_argument("--md", required=True, help="the plan, in Markdown")
+    p.add_argument("--csv", required=True, help="one row per run, figure or table, and the total")
+
+
+def run(args):
+    p = plan(json.loads(args.spec), args.peak_tflops, args.mfu)
+    Path(args.md).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.md).write_text(markdown(p, args.peak_tflops, args.mfu))
+    write_csv(p, args.csv)
+    print(f"plan: {p['total']['gpu_hours']:,.0f} GPU-hours, {gb(p['total']['checkpoint_bytes'])} GB checkpoints; "
+          f"{args.md}")
