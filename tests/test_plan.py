@@ -118,6 +118,18 @@ def test_small_config_totals_by_hand(tmp_path):
     assert out_csv.read_text().splitlines()[-1].startswith("total,total,3,")
 
 
+def test_bert_fine_tuning_by_hand():
+    """Each grid point and seed of each fine-tuned round trains afresh: 2 lrs x 1 seed x 2 rounds = 4 per
+    batch x epochs point; RTE's 2,490 pairs in batches of 2 are 1,245 updates an epoch, padded to 8 tokens."""
+    ft = {"batch": [2], "lr": [1e-5, 2e-5], "epochs": [1, 2], "seeds": 1, "max_len": 8}
+    spec = {**SMALL, "bert": {**SMALL["bert"], "finetune": ft, "tasks": ["rte"], "finetune_rounds": {"z": 2}}}
+    row = next(r for r in plan.plan(spec)["runs"] if r["run"] == "z fine-tuning")
+    assert row["trainings"] == 4 * 2  # x the 2 epoch settings
+    assert row["updates"] == 4 * (1 * 1_245 + 2 * 1_245) == 14_940
+    assert row["tokens"] == 4 * (1 + 2) * 2_490 * 8 == 239_040
+    assert row["flops"] == 6 * 5_348 * 239_040 and row["checkpoint_bytes"] == 0
+
+
 def test_paper_config_plans_results_plan_md(tmp_path):
     """A dry run plans results/plan.md for config/config.yaml: one job, the plan rule only."""
     wf = workflow_copy(tmp_path)

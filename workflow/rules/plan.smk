@@ -24,7 +24,8 @@ def plan_groups():
         for fig, spec in a.get(section, {}).items():
             groups[f"liu_{fig}"] = spec["runs"]
     if "fig5" in bert_section():
-        groups["fig5"] = bert_section()["fig5"]["runs"]
+        runs = bert_section()["fig5"]["runs"]
+        groups["fig5"] = runs + [f"{run} fine-tuning" for run in runs if "finetune" in bert_section()]
     return {g: list(dict.fromkeys(runs)) for g, runs in groups.items()}
 
 
@@ -32,7 +33,10 @@ def plan_spec(wildcards):
     return json.dumps({"runs": {run: plan_settings(run_settings(run)) for run in config["runs"]},
                        "corpora": config["corpora"], "groups": plan_groups(),
                        "bert": {"runs": {run: plan_settings(bert_run_settings(run)) for run in bert_runs()},
-                                "corpora": config.get("bert_corpora", {})}}, sort_keys=True)
+                                "corpora": config.get("bert_corpora", {}), "finetune": bert_section().get("finetune"),
+                                "tasks": bert_section().get("fig5", {}).get("tasks", []),
+                                "finetune_rounds": {run: len(finetuned_rounds(run)) for run in bert_runs()}}},
+                      sort_keys=True)
 
 
 rule plan:

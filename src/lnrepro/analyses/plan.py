@@ -39,6 +39,9 @@ OPTIMIZER_MOMENTS = {"adam": 2, "radam": 2, "sgd": 0}  # state tensors per param
 H100_BF16_DENSE_TFLOPS = 989.0  # NVIDIA H100 SXM datasheet, dense (not 2:4 sparse)
 MFU = 0.30  # model FLOPs utilization: an assumption, not a measurement
 TOP = 5
+# GLUE training pairs (Wang et al. 2019, GLUE, Table 1); a fine-tuning batch pads to its longest pair,
+# so max_len x pairs bounds an epoch's tokens from above
+GLUE_TRAIN_PAIRS = {"mrpc": 3_668, "rte": 2_490}
 
 # lnrepro.core.model.ModelConfig's defaults (tests/test_plan.py compares them)
 MODEL_DEFAULTS = {"d_model": 512, "ffn_dim": 1024, "enc_layers": 6, "dec_layers": 6, "share_all_embeddings": False}
@@ -146,6 +149,23 @@ def plan_bert(name, s, vocab, flops_per_s):
     return run_row(name, "bert", s, params, s["max_updates"], tokens_per_update, rounds, flops_per_s)
 
 
+def plan_finetune(name, s, vocab, ft, tasks, rounds, flops_per_s):
+    """Every fine-tuning of a BERT run's rounds (bert.smk: one job per run, task and round): each grid
+    point (batch x lr x epochs) and seed trains afresh from the round's checkpoint; nothing is saved."""
+    per_point = len(ft["lr"]) * ft["seeds"] * rounds  # the lr and seed axes repeat each batch x epochs
+    updates = tokens = 0
+    for task in tasks:
+        pairs = GLUE_TRAIN_PAIRS.get(task, 0)
+        updates += per_point * sum(e * math.ceil(pairs / b) for b in ft["batch"] for e in ft["epochs"])
+        tokens += per_point * len(ft["batch"]) * sum(ft["epochs"]) * pairs * ft["max_len"]
+    trainings = per_point * len(tasks) * len(ft["batch"]) * len(ft["epochs"])
+    params = bert_params(s, vocab)  # the pre-trained model's count: the classifier's to a few d x d
+    flops = 6 * params * tokens
+    return {"run": f"{name} fine-tuning", "kind": "finetune", "params": params, "updates": updates, "tokens": tokens,
+            "flops": flops, "gpu_hours": flops / flops_per_s / 3600, "checkpoints": 0, "checkpoint_bytes": 0,
+            "trainings": trainings}
+
+
 def run_row(name, kind, s, params, updates, tokens_per_update, rounds, flops_per_s):
     tokens = updates * tokens_per_update
     flops = 6 * params * tokens
@@ -164,6 +184,10 @@ def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU):
     for name, s in bert.get("runs", {}).items():
         vocab = bert["corpora"][s["corpus"]]["bpe_merges"] + VOCAB_EXTRA + 1  # + <mask>
         rows[name] = plan_bert(name, s, vocab, flops_per_s)
+        if bert.get("finetune") and bert.get("tasks"):
+            ft = plan_finetune(name, s, vocab, bert["finetune"], bert["tasks"], bert["finetune_rounds"][name],
+                               flops_per_s)
+            rows[ft["run"]] = ft
     groups = {group: totals([rows[r] for r in dict.fromkeys(runs)]) for group, runs in spec.get("groups", {}).items()}
     used = {s["corpus"] for s in spec["runs"].values()}
     data = sum(corpus_data_bytes(spec["corpora"][c]) for c in sorted(used))
@@ -174,7 +198,7 @@ SUMMED = ("updates", "tokens", "flops", "gpu_hours", "checkpoints", "checkpoint_
 
 
 def totals(rows):
-    return {"trainings": len(rows), **{k: sum(r[k] for r in rows) for k in SUMMED}}
+    return {"trainings": sum(r.get("trainings", 1) for r in rows), **{k: sum(r[k] for r in rows) for k in SUMMED}}
 
 
 # ---- output ----------------------------------------------------------------------------------
@@ -183,15 +207,17 @@ def gb(n):
 
 
 def md_row(name, t):
-    return (f"| {name} | {t['trainings']} | {t['updates']:,} | {t['flops']:.3g} | {t['gpu_hours']:,.1f} "
+    return (f"| {name} | {t['trainings']:,} | {t['updates']:,} | {t['flops']:.3g} | {t['gpu_hours']:,.1f} "
             f"| {gb(t['checkpoint_bytes'])} |")
 
 
 def markdown(p, peak_tflops, mfu):
     total = p["total"]
     header = "| | trainings | updates | model FLOPs | GPU-hours | checkpoints GB |\n|---|---:|---:|---:|---:|---:|"
+    tunings = sum(r.get("trainings", 0) for r in p["runs"] if r["kind"] == "finetune")
+    tuned = f" ({total['trainings'] - tunings:,} + {tunings:,} BERT fine-tunings)" if tunings else ""
     lines = ["# Cost plan", "",
-             f"**Total: {total['trainings']} trainings, {total['updates']:,} updates, {total['flops']:.3g} FLOPs, "
+             f"**Total: {total['trainings']:,} trainings{tuned}, {total['updates']:,} updates, {total['flops']:.3g} FLOPs, "
              f"{total['gpu_hours']:,.0f} GPU-hours, {gb(total['checkpoint_bytes'])} GB of checkpoints "
              f"({total['checkpoints']:,} files) + {gb(p['data_bytes'])} GB of data.**", "",
              "## Assumptions (estimates, not measurements)", "",
@@ -208,12 +234,14 @@ def markdown(p, peak_tflops, mfu):
              f"(weights + optimizer moments: Adam/RAdam 2, SGD without momentum 0), all kept",
              f"- data: binarized splits and {TEXT_STAGES} text stages of the corpora the runs train on; "
              f"downloads and BERT's pre-training text not counted",
+             f"- BERT fine-tuning: every grid point and seed of every fine-tuned round, each a training of its own, "
+             f"on GLUE's training pairs {GLUE_TRAIN_PAIRS} padded to max_len (an upper bound); it saves no checkpoint",
              "- a run in several figures or tables counts in each of them, once in the total", "",
              "## Per figure and table", "", header,
              *(md_row(g, t) for g, t in p["groups"].items()), md_row("**total**", total), "",
              f"## The {TOP} runs that dominate (GPU-hours)", "", header]
     top = sorted(p["runs"], key=lambda r: -r["gpu_hours"])[:TOP]
-    lines += [md_row(r["run"], {**r, "trainings": 1}) for r in top]
+    lines += [md_row(r["run"], {"trainings": 1, **r}) for r in top]
     lines += ["", "## Every run", "", "| run | parameters | updates | tokens | GPU-hours | checkpoints GB |",
               "|---|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['run']} | {r['params']:,} | {r['updates']:,} | {r['tokens']:.3g} | {r['gpu_hours']:,.1f} "
