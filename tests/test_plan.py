@@ -130,6 +130,14 @@ def test_bert_fine_tuning_by_hand():
     assert row["flops"] == 6 * 5_348 * 239_040 and row["checkpoint_bytes"] == 0
 
 
+def test_a_built_dictionary_sets_the_vocabulary(tmp_path):
+    """Once the data is built, its dict.txt (+ the 4 special symbols) replaces the estimate."""
+    (tmp_path / "dict.txt").write_text("".join(f"tok{i} {100 - i}\n" for i in range(96)))
+    p = plan.plan({**SMALL, "dicts": {"c": str(tmp_path / "dict.txt")}})
+    assert p["vocab"]["c"][0] == 100
+    assert {r["run"]: r["params"] for r in p["runs"]}["a"] == 17_504 - 2 * (1000 - 100) * 8
+
+
 def test_paper_config_plans_results_plan_md(tmp_path):
     """A dry run plans results/plan.md for config/config.yaml: one job, the plan rule only."""
     wf = workflow_copy(tmp_path)

@@ -32,6 +32,7 @@ def plan_groups():
 def plan_spec(wildcards):
     return json.dumps({"runs": {run: plan_settings(run_settings(run)) for run in config["runs"]},
                        "corpora": config["corpora"], "groups": plan_groups(),
+                       "dicts": {corpus: bin_files(corpus)["dict"] for corpus in config["corpora"]},
                        "bert": {"runs": {run: plan_settings(bert_run_settings(run)) for run in bert_runs()},
                                 "corpora": config.get("bert_corpora", {}), "finetune": bert_section().get("finetune"),
                                 "tasks": bert_section().get("fig5", {}).get("tasks", []),

@@ -27,10 +27,12 @@ from lnrepro.args import json_object
 IWSLT14_TRAIN_PAIRS = 160_239  # fairseq's prepare-iwslt14.sh output (config.yaml: expected_counts.train)
 WMT14_TRAIN_PAIRS = 4_500_000  # Vaswani et al. 2017 §5.1: "about 4.5 million sentence pairs"
 # BPE tokens per training pair as batches count them (the longer side, with padding): our estimates.
-# generated: demo.yaml's ~80 updates per epoch at max_tokens 900 on deen's 4,304 training pairs;
+# generated, by the generator's task: a demo build's 81 (deen) and 112 (ende) updates per epoch at
+# max_tokens 900 on 4,304 and 3,413 training pairs; another task: 16;
 # iwslt14: its ~1,100 updates per epoch at 4,096 tokens (demo.yaml) on 160,239 pairs;
 # wmt14: ~28 tokens per side per sentence after BPE (~125M per side on 4.5M pairs), padded
 TOKENS_PER_PAIR = {"generated": 16, "iwslt14": 28, "wmt14": 32, "local": 28}
+GENERATED_TOKENS_PER_PAIR = {"deen": 17, "ende": 30}
 TEXT_BYTES_PER_PAIR = {"generated": 120, "iwslt14": 230, "wmt14": 300, "local": 230}  # both sides, one text stage
 TEXT_STAGES = 4  # raw, tokenized, cleaned/lowercased, BPE: each a full copy of the text
 VOCAB_EXTRA = 400  # symbols beside the merges: characters and <pad> <s> </s> <unk> (our estimate)
@@ -106,15 +108,26 @@ def train_pairs(corpus):
     return {"iwslt14": IWSLT14_TRAIN_PAIRS, "wmt14": WMT14_TRAIN_PAIRS}.get(source)
 
 
-def corpus_vocab(corpus):
-    return corpus["bpe_merges"] + VOCAB_EXTRA
+def corpus_vocab(corpus, dict_path=None):
+    """(size, where from): the built dictionary's where it exists (a planned corpus has none yet)."""
+    if dict_path and Path(dict_path).exists():
+        from lnrepro.core.data import Dictionary  # torch: only where there is a dictionary to read
+
+        return len(Dictionary.load(dict_path)), dict_path
+    return corpus["bpe_merges"] + VOCAB_EXTRA, f"bpe_merges + {VOCAB_EXTRA}"
+
+
+def tokens_per_pair(corpus):
+    if corpus["source"] == "generated":
+        return GENERATED_TOKENS_PER_PAIR.get(corpus["generator"].get("task"), TOKENS_PER_PAIR["generated"])
+    return TOKENS_PER_PAIR[corpus["source"]]
 
 
 def corpus_data_bytes(corpus):
     pairs = train_pairs(corpus)
     if pairs is None:
         return 0
-    tokens = pairs * TOKENS_PER_PAIR[corpus["source"]]
+    tokens = pairs * tokens_per_pair(corpus)
     binarized = tokens * 2 * 4 + pairs * 2 * 8  # both sides' int32 tokens and int64 offsets
     return binarized + pairs * TEXT_BYTES_PER_PAIR[corpus["source"]] * TEXT_STAGES
 
@@ -124,7 +137,7 @@ def processes(s):
     return s.get("gpus", 1) * s.get("nodes", 1)
 
 
-def plan_translation(name, s, corpus, flops_per_s):
+def plan_translation(name, s, corpus, vocab, flops_per_s):
     tokens_per_update = s.get("max_tokens", 4096) * processes(s) * s.get("update_freq", 1)
     pairs = train_pairs(corpus)
     if s.get("max_updates"):
@@ -132,9 +145,9 @@ def plan_translation(name, s, corpus, flops_per_s):
     elif pairs is None:
         updates, rounds = 0, s.get("epochs", 1)
     else:
-        per_epoch = math.ceil(pairs * TOKENS_PER_PAIR[corpus["source"]] / tokens_per_update)
+        per_epoch = math.ceil(pairs * tokens_per_pair(corpus) / tokens_per_update)
         updates, rounds = s["epochs"] * per_epoch, s["epochs"]
-    params = translation_params(s, corpus_vocab(corpus))
+    params = translation_params(s, vocab)
     return run_row(name, "translation", s, params, updates, tokens_per_update, rounds, flops_per_s)
 
 
@@ -178,7 +191,9 @@ def run_row(name, kind, s, params, updates, tokens_per_update, rounds, flops_per
 def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU):
     """{'runs': [row per run], 'groups': {name: sums}, 'total': sums, 'data_bytes': int}."""
     flops_per_s = peak_tflops * 1e12 * mfu
-    rows = {name: plan_translation(name, s, spec["corpora"][s["corpus"]], flops_per_s)
+    used = sorted({s["corpus"] for s in spec["runs"].values()})
+    vocabs = {c: corpus_vocab(spec["corpora"][c], spec.get("dicts", {}).get(c)) for c in used}
+    rows = {name: plan_translation(name, s, spec["corpora"][s["corpus"]], vocabs[s["corpus"]][0], flops_per_s)
             for name, s in spec["runs"].items()}
     bert = spec.get("bert", {})
     for name, s in bert.get("runs", {}).items():
@@ -189,9 +204,9 @@ def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU):
                                flops_per_s)
             rows[ft["run"]] = ft
     groups = {group: totals([rows[r] for r in dict.fromkeys(runs)]) for group, runs in spec.get("groups", {}).items()}
-    used = {s["corpus"] for s in spec["runs"].values()}
-    data = sum(corpus_data_bytes(spec["corpora"][c]) for c in sorted(used))
-    return {"runs": list(rows.values()), "groups": groups, "total": totals(list(rows.values())), "data_bytes": data}
+    data = sum(corpus_data_bytes(spec["corpora"][c]) for c in used)
+    return {"runs": list(rows.values()), "groups": groups, "total": totals(list(rows.values())), "data_bytes": data,
+            "vocab": vocabs}
 
 
 SUMMED = ("updates", "tokens", "flops", "gpu_hours", "checkpoints", "checkpoint_bytes")
@@ -226,10 +241,12 @@ def markdown(p, peak_tflops, mfu):
              f"at best); set `lnrepro plan --peak-tflops --mfu` from `lnrepro bench` on your GPU",
              "- model FLOPs = 6 x parameters x tokens trained on (attention's score FLOPs left out)",
              f"- updates = epochs x ceil(training pairs x tokens per pair / tokens per update), or max_updates; "
-             f"tokens per pair {TOKENS_PER_PAIR}; training pairs: generated n_train less its valid share, "
+             f"tokens per pair {TOKENS_PER_PAIR} (generated by task: {GENERATED_TOKENS_PER_PAIR}); training pairs: generated n_train less its valid share, "
              f"IWSLT14 {IWSLT14_TRAIN_PAIRS:,} (prepare-iwslt14.sh), WMT14 {WMT14_TRAIN_PAIRS:,} "
              f"(Vaswani et al. 2017 §5.1)",
-             f"- vocabulary = bpe_merges + {VOCAB_EXTRA} (characters and special symbols)",
+             f"- vocabulary: the built dictionary where it exists, else bpe_merges + {VOCAB_EXTRA} (characters and "
+             f"special symbols; BERT's: always, + <mask>): "
+             + ", ".join(f"{c} {v:,} ({src})" for c, (v, src) in p["vocab"].items()),
              f"- checkpoints: every round's epochN.pt (weights, {BYTES_PER_PARAM} B per parameter) and last.pt "
              f"(weights + optimizer moments: Adam/RAdam 2, SGD without momentum 0), all kept",
              f"- data: binarized splits and {TEXT_STAGES} text stages of the corpora the runs train on; "
