@@ -130,6 +130,21 @@ def test_bert_fine_tuning_by_hand():
     assert row["flops"] == 6 * 5_348 * 239_040 and row["checkpoint_bytes"] == 0
 
 
+def test_a_capped_config_plans_what_the_cap_trains():
+    """training_cap as the trainers get it (max_rounds, max_round_updates; finetune_updates)."""
+    ft = {"batch": [2], "lr": [1e-5, 2e-5], "epochs": [1, 2], "seeds": 1, "max_len": 8}
+    spec = {**SMALL, "runs": {**SMALL["runs"], "a": {**SMALL["runs"]["a"], "max_rounds": 1, "max_round_updates": 5}},
+            "bert": {**SMALL["bert"], "runs": {"z": {**SMALL["bert"]["runs"]["z"], "max_rounds": 1, "max_round_updates": 3}},
+                     "finetune": ft, "tasks": ["rte"], "finetune_rounds": {"z": 1}, "finetune_updates": 2}}
+    runs = {r["run"]: r for r in plan.plan(spec)["runs"]}
+    assert runs["a"]["updates"] == 5 and runs["a"]["tokens"] == 5_000
+    assert runs["a"]["checkpoint_bytes"] == 17_504 * 4 + 17_504 * 12  # epoch1.pt + last.pt
+    assert runs["b"]["updates"] == 54  # uncapped
+    assert runs["z"]["updates"] == 3 and runs["z"]["tokens"] == 3 * 96
+    tuned = runs["z fine-tuning"]  # 2 lrs x 1 seed x 1 round x 2 epoch settings, 2 updates of 2 pairs x 8 tokens each
+    assert tuned["trainings"] == 4 and tuned["updates"] == 4 * 2 and tuned["tokens"] == 4 * 2 * 2 * 8
+
+
 def test_a_built_dictionary_sets_the_vocabulary(tmp_path):
     """Once the data is built, its dict.txt (+ the 4 special symbols) replaces the estimate."""
     (tmp_path / "dict.txt").write_text("".join(f"tok{i} {100 - i}\n" for i in range(96)))

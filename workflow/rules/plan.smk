@@ -29,14 +29,27 @@ def plan_groups():
     return {g: list(dict.fromkeys(runs)) for g, runs in groups.items()}
 
 
+def plan_run(run):
+    """The run's settings and, in a capped config (training_cap), the trainer's cap flags' values."""
+    rounds, round_updates = train_cap(run)
+    return {**plan_settings(run_settings(run)), "max_rounds": rounds, "max_round_updates": round_updates}
+
+
+def plan_bert_run(run):
+    cap = training_cap()
+    return {**plan_settings(bert_run_settings(run)), "max_rounds": cap.get("bert_rounds", 0),
+            "max_round_updates": cap.get("bert_round_updates", 0)}
+
+
 def plan_spec(wildcards):
-    return json.dumps({"runs": {run: plan_settings(run_settings(run)) for run in config["runs"]},
+    return json.dumps({"runs": {run: plan_run(run) for run in config["runs"]},
                        "corpora": config["corpora"], "groups": plan_groups(),
                        "dicts": {corpus: bin_files(corpus)["dict"] for corpus in config["corpora"]},
-                       "bert": {"runs": {run: plan_settings(bert_run_settings(run)) for run in bert_runs()},
+                       "bert": {"runs": {run: plan_bert_run(run) for run in bert_runs()},
                                 "corpora": config.get("bert_corpora", {}), "finetune": bert_section().get("finetune"),
                                 "tasks": bert_section().get("fig5", {}).get("tasks", []),
-                                "finetune_rounds": {run: len(finetuned_rounds(run)) for run in bert_runs()}}},
+                                "finetune_rounds": {run: len(finetuned_rounds(run)) for run in bert_runs()},
+                                "finetune_updates": training_cap().get("finetune_updates", 0)}},
                       sort_keys=True)
 
 

@@ -140,13 +140,14 @@ def processes(s):
 def plan_translation(name, s, corpus, vocab, flops_per_s):
     tokens_per_update = s.get("max_tokens", 4096) * processes(s) * s.get("update_freq", 1)
     pairs = train_pairs(corpus)
+    rounds = min(s.get("epochs", 1), s.get("max_rounds") or math.inf)  # training_cap: the trainer's flags
     if s.get("max_updates"):
-        updates, rounds = s["max_updates"], s.get("epochs", 1)
+        updates = s["max_updates"]
     elif pairs is None:
-        updates, rounds = 0, s.get("epochs", 1)
+        updates = 0
     else:
         per_epoch = math.ceil(pairs * tokens_per_pair(corpus) / tokens_per_update)
-        updates, rounds = s["epochs"] * per_epoch, s["epochs"]
+        updates = rounds * min(per_epoch, s.get("max_round_updates") or math.inf)
     params = translation_params(s, vocab)
     return run_row(name, "translation", s, params, updates, tokens_per_update, rounds, flops_per_s)
 
@@ -157,20 +158,25 @@ def plan_bert(name, s, vocab, flops_per_s):
     short = s.get("short_max_tokens") or long_tokens
     frac = s.get("short_fraction", 0) if s.get("short_block_size") else 0
     tokens_per_update = (frac * short + (1 - frac) * long_tokens) * processes(s) * s.get("update_freq", 1)
-    rounds = math.ceil(s["max_updates"] / s["valid_interval"])
+    rounds = min(math.ceil(s["max_updates"] / s["valid_interval"]), s.get("max_rounds") or math.inf)
+    updates = min(s["max_updates"], rounds * min(s["valid_interval"], s.get("max_round_updates") or math.inf))
     params = bert_params(s, vocab)
-    return run_row(name, "bert", s, params, s["max_updates"], tokens_per_update, rounds, flops_per_s)
+    return run_row(name, "bert", s, params, updates, tokens_per_update, rounds, flops_per_s)
 
 
-def plan_finetune(name, s, vocab, ft, tasks, rounds, flops_per_s):
+def plan_finetune(name, s, vocab, ft, tasks, rounds, flops_per_s, cap=0):
     """Every fine-tuning of a BERT run's rounds (bert.smk: one job per run, task and round): each grid
-    point (batch x lr x epochs) and seed trains afresh from the round's checkpoint; nothing is saved."""
+    point (batch x lr x epochs) and seed trains afresh from the round's checkpoint; nothing is saved.
+    cap: training_cap.finetune_updates, the updates of each fine-tuning at most."""
     per_point = len(ft["lr"]) * ft["seeds"] * rounds  # the lr and seed axes repeat each batch x epochs
     updates = tokens = 0
     for task in tasks:
         pairs = GLUE_TRAIN_PAIRS.get(task, 0)
-        updates += per_point * sum(e * math.ceil(pairs / b) for b in ft["batch"] for e in ft["epochs"])
-        tokens += per_point * len(ft["batch"]) * sum(ft["epochs"]) * pairs * ft["max_len"]
+        for b in ft["batch"]:
+            for e in ft["epochs"]:
+                n = min(e * math.ceil(pairs / b), cap or math.inf)
+                updates += per_point * n
+                tokens += per_point * min(n * b, e * pairs) * ft["max_len"]
     trainings = per_point * len(tasks) * len(ft["batch"]) * len(ft["epochs"])
     params = bert_params(s, vocab)  # the pre-trained model's count: the classifier's to a few d x d
     flops = 6 * params * tokens
@@ -201,7 +207,7 @@ def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU):
         rows[name] = plan_bert(name, s, vocab, flops_per_s)
         if bert.get("finetune") and bert.get("tasks"):
             ft = plan_finetune(name, s, vocab, bert["finetune"], bert["tasks"], bert["finetune_rounds"][name],
-                               flops_per_s)
+                               flops_per_s, bert.get("finetune_updates", 0))
             rows[ft["run"]] = ft
     groups = {group: totals([rows[r] for r in dict.fromkeys(runs)]) for group, runs in spec.get("groups", {}).items()}
     data = sum(corpus_data_bytes(spec["corpora"][c]) for c in used)
@@ -233,7 +239,7 @@ def markdown(p, peak_tflops, mfu):
     tuned = f" ({total['trainings'] - tunings:,} + {tunings:,} BERT fine-tunings)" if tunings else ""
     lines = ["# Cost plan", "",
              f"**Total: {total['trainings']:,} trainings{tuned}, {total['updates']:,} updates, {total['flops']:.3g} FLOPs, "
-             f"{total['gpu_hours']:,.0f} GPU-hours, {gb(total['checkpoint_bytes'])} GB of checkpoints "
+             f"{total['gpu_hours']:,.1f} GPU-hours, {gb(total['checkpoint_bytes'])} GB of checkpoints "
              f"({total['checkpoints']:,} files) + {gb(p['data_bytes'])} GB of data.**", "",
              "## Assumptions (estimates, not measurements)", "",
              f"- throughput: {peak_tflops:g} TFLOP/s peak x {mfu:.0%} MFU = {peak_tflops * mfu:g} TFLOP/s per GPU "
@@ -293,5 +299,5 @@ def run(args):
     Path(args.md).parent.mkdir(parents=True, exist_ok=True)
     Path(args.md).write_text(markdown(p, args.peak_tflops, args.mfu))
     write_csv(p, args.csv)
-    print(f"plan: {p['total']['gpu_hours']:,.0f} GPU-hours, {gb(p['total']['checkpoint_bytes'])} GB checkpoints; "
+    print(f"plan: {p['total']['gpu_hours']:,.1f} GPU-hours, {gb(p['total']['checkpoint_bytes'])} GB checkpoints; "
           f"{args.md}")
