@@ -70,7 +70,7 @@ SMALL = {  # a fabricated config: every number below is computed by hand
     "corpora": {"c": {"source": "generated", "generator": {"n_train": 2300}, "valid_every": 23, "bpe_merges": 600}},
     "runs": {
         "a": {"corpus": "c", "d_model": 8, "ffn_dim": 16, "enc_layers": 1, "dec_layers": 1, "max_tokens": 1000,
-              "epochs": 2, "optimizer": "adam"},
+              "epochs": 2, "optimizer": "adam", "precision": "bf16"},
         "b": {"corpus": "c", "d_model": 8, "ffn_dim": 16, "enc_layers": 1, "dec_layers": 1, "max_tokens": 1000,
               "update_freq": 2, "epochs": 3, "optimizer": "sgd", "norm": "pre", "share_all_embeddings": True},
     },
@@ -83,7 +83,7 @@ SMALL = {  # a fabricated config: every number below is computed by hand
 
 
 def test_small_config_totals_by_hand(tmp_path):
-    p = plan.plan(SMALL, peak_tflops=1.0, mfu=0.5)
+    p = plan.plan(SMALL, peak_tflops=1.0, mfu=0.5, fp32_peak_tflops=0.25)
     runs = {r["run"]: r for r in p["runs"]}
     # corpus c: 2300 - 2300 // 23 = 2200 training pairs x 16 tokens = 35,200 tokens; vocab 600 + 400 = 1000
     # a: attention 4*8*8 + 4*8 = 288, FFN 2*8*16 + 16 + 8 = 280, LayerNorm 16; encoder layer 288 + 280 + 2*16 = 600,
@@ -98,6 +98,7 @@ def test_small_config_totals_by_hand(tmp_path):
     assert runs["b"]["params"] == 9_536 and runs["b"]["updates"] == 54 and runs["b"]["tokens"] == 108_000
     assert runs["b"]["flops"] == 6 * 9_536 * 108_000 == 6_179_328_000
     assert runs["b"]["checkpoint_bytes"] == 3 * 9_536 * 4 + 9_536 * 4 == 152_576
+    assert runs["b"]["gpu_hours"] == pytest.approx(6_179_328_000 / 0.125e12 / 3600)  # fp32: its own peak
     # z (BERT): vocab 99 + 400 + <mask> = 500; layer 600, embeddings 500*8 + 16*8 + 2*8 + LayerNorm 16 = 4,160,
     #    LM head 8*8 + 8 + 16 + 500 = 588: 5,348; (0.5 x 32 + 0.5 x 64) x 2 GPUs = 96 tokens x 10 updates
     assert runs["z"]["params"] == 5_348 and runs["z"]["updates"] == 10 and runs["z"]["tokens"] == 960
@@ -112,7 +113,8 @@ def test_small_config_totals_by_hand(tmp_path):
     assert p["data_bytes"] == 281_600 + 35_200 + 1_056_000
 
     md, out_csv = tmp_path / "plan.md", tmp_path / "plan.csv"
-    plan.run(type("Args", (), {"spec": json.dumps(SMALL), "peak_tflops": 1.0, "mfu": 0.5, "md": md, "csv": out_csv}))
+    plan.run(type("Args", (), {"spec": json.dumps(SMALL), "peak_tflops": 1.0, "fp32_peak_tflops": 0.25, "mfu": 0.5,
+                               "md": md, "csv": out_csv}))
     text = md.read_text()
     assert "3 trainings" in text and "50% MFU" in text and "runs that dominate" in text
     assert out_csv.read_text().splitlines()[-1].startswith("total,total,3,")

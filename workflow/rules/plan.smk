@@ -6,7 +6,7 @@
 PLAN_KEYS = ("corpus", "d_model", "ffn_dim", "enc_layers", "dec_layers", "layers", "enc_norm", "dec_norm", "norm",
              "share_all_embeddings", "max_tokens", "update_freq", "gpus", "nodes", "epochs", "max_updates",
              "optimizer", "momentum", "block_size", "nsp", "short_block_size", "short_fraction",
-             "short_max_tokens", "valid_interval")
+             "short_max_tokens", "valid_interval", "precision")
 
 
 def plan_settings(settings):

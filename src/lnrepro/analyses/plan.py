@@ -10,7 +10,8 @@ no data is read and nothing is built. What is assumed is written into the plan b
 - updates: epochs x updates per epoch, where updates per epoch = the corpus's training tokens / the
   run's tokens per update (max_tokens x gpus x nodes x update_freq), or max_updates where set (BERT);
 - FLOPs: 6 x parameters x tokens trained on (forward and backward; attention's own FLOPs left out);
-- GPU-hours: FLOPs / (peak x MFU), both options (the defaults: an H100's dense bf16 peak, 30% MFU);
+- GPU-hours: FLOPs / (peak x MFU), all options (the defaults: an H100's dense bf16 peak for fp16 and bf16
+  runs, its FP32 peak for fp32 ones, 30% MFU);
 - checkpoints: what lnrepro.core.loop.save_round writes: one epochN.pt per round (the weights, fp32)
   and last.pt (the weights and the optimizer's moments), every one kept;
 - data: the binarized splits (int32 tokens, int64 offsets) and the text stages before them;
@@ -38,7 +39,10 @@ TEXT_STAGES = 4  # raw, tokenized, cleaned/lowercased, BPE: each a full copy of 
 VOCAB_EXTRA = 400  # symbols beside the merges: characters and <pad> <s> </s> <unk> (our estimate)
 BYTES_PER_PARAM = 4  # fp32 weights and moments (fp16 runs too: autocast keeps fp32 weights)
 OPTIMIZER_MOMENTS = {"adam": 2, "radam": 2, "sgd": 0}  # state tensors per parameter (sgd: with momentum, 1)
-H100_BF16_DENSE_TFLOPS = 989.0  # NVIDIA H100 SXM datasheet, dense (not 2:4 sparse)
+H100_BF16_DENSE_TFLOPS = 989.0  # NVIDIA H100 SXM datasheet, dense (not 2:4 sparse): fp16 and bf16 runs
+# fp32 runs (and BERT fine-tuning) multiply in plain FP32: lnrepro enables no TF32 (torch's default for
+# matmuls is off), so their peak is the datasheet's FP32, 67 TFLOP/s: 15x slower than bf16's
+H100_FP32_TFLOPS = 67.0
 MFU = 0.30  # model FLOPs utilization: an assumption, not a measurement
 TOP = 5
 # GLUE training pairs (Wang et al. 2019, GLUE, Table 1); a fine-tuning batch pads to its longest pair,
@@ -137,7 +141,7 @@ def processes(s):
     return s.get("gpus", 1) * s.get("nodes", 1)
 
 
-def plan_translation(name, s, corpus, vocab, flops_per_s):
+def plan_translation(name, s, corpus, vocab, rates):
     tokens_per_update = s.get("max_tokens", 4096) * processes(s) * s.get("update_freq", 1)
     pairs = train_pairs(corpus)
     rounds = min(s.get("epochs", 1), s.get("max_rounds") or math.inf)  # training_cap: the trainer's flags
@@ -149,10 +153,10 @@ def plan_translation(name, s, corpus, vocab, flops_per_s):
         per_epoch = math.ceil(pairs * tokens_per_pair(corpus) / tokens_per_update)
         updates = rounds * min(per_epoch, s.get("max_round_updates") or math.inf)
     params = translation_params(s, vocab)
-    return run_row(name, "translation", s, params, updates, tokens_per_update, rounds, flops_per_s)
+    return run_row(name, "translation", s, params, updates, tokens_per_update, rounds, rates)
 
 
-def plan_bert(name, s, vocab, flops_per_s):
+def plan_bert(name, s, vocab, rates):
     s = {**BERT_DEFAULTS, **s}
     long_tokens = s["max_tokens"]
     short = s.get("short_max_tokens") or long_tokens
@@ -161,10 +165,10 @@ def plan_bert(name, s, vocab, flops_per_s):
     rounds = min(math.ceil(s["max_updates"] / s["valid_interval"]), s.get("max_rounds") or math.inf)
     updates = min(s["max_updates"], rounds * min(s["valid_interval"], s.get("max_round_updates") or math.inf))
     params = bert_params(s, vocab)
-    return run_row(name, "bert", s, params, updates, tokens_per_update, rounds, flops_per_s)
+    return run_row(name, "bert", s, params, updates, tokens_per_update, rounds, rates)
 
 
-def plan_finetune(name, s, vocab, ft, tasks, rounds, flops_per_s, cap=0):
+def plan_finetune(name, s, vocab, ft, tasks, rounds, rates, cap=0):
     """Every fine-tuning of a BERT run's rounds (bert.smk: one job per run, task and round): each grid
     point (batch x lr x epochs) and seed trains afresh from the round's checkpoint; nothing is saved.
     cap: training_cap.finetune_updates, the updates of each fine-tuning at most."""
@@ -181,33 +185,34 @@ def plan_finetune(name, s, vocab, ft, tasks, rounds, flops_per_s, cap=0):
     params = bert_params(s, vocab)  # the pre-trained model's count: the classifier's to a few d x d
     flops = 6 * params * tokens
     return {"run": f"{name} fine-tuning", "kind": "finetune", "params": params, "updates": updates, "tokens": tokens,
-            "flops": flops, "gpu_hours": flops / flops_per_s / 3600, "checkpoints": 0, "checkpoint_bytes": 0,
-            "trainings": trainings}
+            "flops": flops, "gpu_hours": flops / rates["fp32"] / 3600, "checkpoints": 0, "checkpoint_bytes": 0,
+            "trainings": trainings, "precision": "fp32"}  # finetune.py: no autocast
 
 
-def run_row(name, kind, s, params, updates, tokens_per_update, rounds, flops_per_s):
+def run_row(name, kind, s, params, updates, tokens_per_update, rounds, rates):
     tokens = updates * tokens_per_update
     flops = 6 * params * tokens
+    precision = s.get("precision", "fp32")
     epoch_ckpt, last_ckpt = checkpoint_bytes(params, s.get("optimizer", "adam"), s.get("momentum", 0.0))
     return {"run": name, "kind": kind, "params": params, "updates": updates, "tokens": tokens, "flops": flops,
-            "gpu_hours": flops / flops_per_s / 3600, "checkpoints": rounds + 1,
+            "gpu_hours": flops / rates[precision] / 3600, "checkpoints": rounds + 1, "precision": precision,
             "checkpoint_bytes": rounds * epoch_ckpt + last_ckpt}
 
 
-def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU):
+def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU, fp32_peak_tflops=H100_FP32_TFLOPS):
     """{'runs': [row per run], 'groups': {name: sums}, 'total': sums, 'data_bytes': int}."""
-    flops_per_s = peak_tflops * 1e12 * mfu
+    rates = {"fp32": fp32_peak_tflops * 1e12 * mfu, "fp16": peak_tflops * 1e12 * mfu, "bf16": peak_tflops * 1e12 * mfu}
     used = sorted({s["corpus"] for s in spec["runs"].values()})
     vocabs = {c: corpus_vocab(spec["corpora"][c], spec.get("dicts", {}).get(c)) for c in used}
-    rows = {name: plan_translation(name, s, spec["corpora"][s["corpus"]], vocabs[s["corpus"]][0], flops_per_s)
+    rows = {name: plan_translation(name, s, spec["corpora"][s["corpus"]], vocabs[s["corpus"]][0], rates)
             for name, s in spec["runs"].items()}
     bert = spec.get("bert", {})
     for name, s in bert.get("runs", {}).items():
         vocab = bert["corpora"][s["corpus"]]["bpe_merges"] + VOCAB_EXTRA + 1  # + <mask>
-        rows[name] = plan_bert(name, s, vocab, flops_per_s)
+        rows[name] = plan_bert(name, s, vocab, rates)
         if bert.get("finetune") and bert.get("tasks"):
             ft = plan_finetune(name, s, vocab, bert["finetune"], bert["tasks"], bert["finetune_rounds"][name],
-                               flops_per_s, bert.get("finetune_updates", 0))
+                               rates, bert.get("finetune_updates", 0))
             rows[ft["run"]] = ft
     groups = {group: totals([rows[r] for r in dict.fromkeys(runs)]) for group, runs in spec.get("groups", {}).items()}
     data = sum(corpus_data_bytes(spec["corpora"][c]) for c in used)
@@ -232,7 +237,7 @@ def md_row(name, t):
             f"| {gb(t['checkpoint_bytes'])} |")
 
 
-def markdown(p, peak_tflops, mfu):
+def markdown(p, peak_tflops, mfu, fp32_peak_tflops=H100_FP32_TFLOPS):
     total = p["total"]
     header = "| | trainings | updates | model FLOPs | GPU-hours | checkpoints GB |\n|---|---:|---:|---:|---:|---:|"
     tunings = sum(r.get("trainings", 0) for r in p["runs"] if r["kind"] == "finetune")
@@ -242,9 +247,10 @@ def markdown(p, peak_tflops, mfu):
              f"{total['gpu_hours']:,.1f} GPU-hours, {gb(total['checkpoint_bytes'])} GB of checkpoints "
              f"({total['checkpoints']:,} files) + {gb(p['data_bytes'])} GB of data.**", "",
              "## Assumptions (estimates, not measurements)", "",
-             f"- throughput: {peak_tflops:g} TFLOP/s peak x {mfu:.0%} MFU = {peak_tflops * mfu:g} TFLOP/s per GPU "
-             f"(default: an H100's dense bf16 peak; the MFU is assumed; fp32 runs would see TF32's half of it "
-             f"at best); set `lnrepro plan --peak-tflops --mfu` from `lnrepro bench` on your GPU",
+             f"- throughput per GPU: peak x {mfu:.0%} MFU (assumed, not measured): fp16/bf16 runs {peak_tflops:g} "
+             f"TFLOP/s peak (default: an H100 SXM's dense bf16), fp32 runs and BERT fine-tuning {fp32_peak_tflops:g} "
+             f"(default: its plain FP32; lnrepro enables no TF32); set `lnrepro plan --peak-tflops "
+             f"--fp32-peak-tflops --mfu` from `lnrepro bench` on your GPU",
              "- model FLOPs = 6 x parameters x tokens trained on (attention's score FLOPs left out)",
              f"- updates = epochs x ceil(training pairs x tokens per pair / tokens per update), or max_updates; "
              f"tokens per pair {TOKENS_PER_PAIR} (generated by task: {GENERATED_TOKENS_PER_PAIR}); training pairs: generated n_train less its valid share, "
@@ -265,15 +271,15 @@ def markdown(p, peak_tflops, mfu):
              f"## The {TOP} runs that dominate (GPU-hours)", "", header]
     top = sorted(p["runs"], key=lambda r: -r["gpu_hours"])[:TOP]
     lines += [md_row(r["run"], {"trainings": 1, **r}) for r in top]
-    lines += ["", "## Every run", "", "| run | parameters | updates | tokens | GPU-hours | checkpoints GB |",
-              "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['run']} | {r['params']:,} | {r['updates']:,} | {r['tokens']:.3g} | {r['gpu_hours']:,.1f} "
+    lines += ["", "## Every run", "", "| run | precision | parameters | updates | tokens | GPU-hours | checkpoints GB |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['run']} | {r['precision']} | {r['params']:,} | {r['updates']:,} | {r['tokens']:.3g} | {r['gpu_hours']:,.1f} "
               f"| {gb(r['checkpoint_bytes'])} |" for r in p["runs"]]
     return "\n".join(lines) + "\n"
 
 
 def write_csv(p, path):
-    fields = ["scope", "name", "trainings", "params", *SUMMED]
+    fields = ["scope", "name", "trainings", "precision", "params", *SUMMED]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -289,15 +295,17 @@ def add_arguments(p):
                    help="JSON: runs (resolved settings), corpora, groups {figure or table: [runs]}, bert")
     p.add_argument("--peak-tflops", type=float, default=H100_BF16_DENSE_TFLOPS,
                    help="a GPU's peak TFLOP/s (the default: an H100 SXM's dense bf16)")
+    p.add_argument("--fp32-peak-tflops", type=float, default=H100_FP32_TFLOPS,
+                   help="its peak TFLOP/s for fp32 runs (the default: an H100 SXM's FP32; no TF32 is enabled)")
     p.add_argument("--mfu", type=float, default=MFU, help="assumed model FLOPs utilization, 0-1")
     p.add_argument("--md", required=True, help="the plan, in Markdown")
     p.add_argument("--csv", required=True, help="one row per run, figure or table, and the total")
 
 
 def run(args):
-    p = plan(json.loads(args.spec), args.peak_tflops, args.mfu)
+    p = plan(json.loads(args.spec), args.peak_tflops, args.mfu, args.fp32_peak_tflops)
     Path(args.md).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.md).write_text(markdown(p, args.peak_tflops, args.mfu))
+    Path(args.md).write_text(markdown(p, args.peak_tflops, args.mfu, args.fp32_peak_tflops))
     write_csv(p, args.csv)
     print(f"plan: {p['total']['gpu_hours']:,.1f} GPU-hours, {gb(p['total']['checkpoint_bytes'])} GB checkpoints; "
           f"{args.md}")
