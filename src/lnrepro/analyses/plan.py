@@ -1,14 +1,16 @@
 """A cost plan before anything trains: per run, per figure and table, and in total, the trainings,
 updates, model FLOPs, GPU-hours at a stated throughput, and the disk of checkpoints and data.
 
-Everything here is an estimate from the config's settings (the workflow passes them as --spec):
-no data is read and nothing is built. What is assumed is written into the plan beside the numbers.
+Everything here is an estimate from the config's settings (the workflow passes them as --spec);
+nothing is built, and of the data only a corpus's dict.txt is read where it exists (its vocabulary).
+What is assumed is written into the plan beside the numbers.
 
 - parameters: counted from the settings as lnrepro.core.model / lnrepro.core.bert build them
-  (tests/test_plan.py checks the count against the real modules); the vocabulary, unknown until the
+  (tests/test_plan.py checks the count against the real modules); the vocabulary, until the
   dictionary is built, is estimated as bpe_merges + VOCAB_EXTRA;
 - updates: epochs x updates per epoch, where updates per epoch = the corpus's training tokens / the
   run's tokens per update (max_tokens x gpus x nodes x update_freq), or max_updates where set (BERT);
+  training_cap as the trainers apply it; BERT fine-tuning: every grid point, seed and fine-tuned round;
 - FLOPs: 6 x parameters x tokens trained on (forward and backward; attention's own FLOPs left out);
 - GPU-hours: FLOPs / (peak x MFU), all options (the defaults: an H100's dense bf16 peak for fp16 and bf16
   runs, its FP32 peak for fp32 ones, 30% MFU);
@@ -31,7 +33,7 @@ WMT14_TRAIN_PAIRS = 4_500_000  # Vaswani et al. 2017 §5.1: "about 4.5 million s
 # generated, by the generator's task: a demo build's 81 (deen) and 112 (ende) updates per epoch at
 # max_tokens 900 on 4,304 and 3,413 training pairs; another task: 16;
 # iwslt14: its ~1,100 updates per epoch at 4,096 tokens (demo.yaml) on 160,239 pairs;
-# wmt14: ~28 tokens per side per sentence after BPE (~125M per side on 4.5M pairs), padded
+# wmt14: longer sentences than IWSLT's (not measured: no WMT14 build here)
 TOKENS_PER_PAIR = {"generated": 16, "iwslt14": 28, "wmt14": 32, "local": 28}
 GENERATED_TOKENS_PER_PAIR = {"deen": 17, "ende": 30}
 TEXT_BYTES_PER_PAIR = {"generated": 120, "iwslt14": 230, "wmt14": 300, "local": 230}  # both sides, one text stage
