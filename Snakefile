@@ -1,6 +1,7 @@
 # Reproduce Xiong et al. 2020 (Pre-LN vs Post-LN) and Liu et al. 2020 (Admin): every figure a target.
 #   snakemake --cores 2                                    # the embedded demo (config/demo.yaml)
 #   snakemake --configfile config/config.yaml --cores 8    # the papers' settings
+#   snakemake results/plan.md --configfile config/config.yaml --cores 1   # their cost first: GPU-hours, disk
 import glob
 import os
 import sys
@@ -45,6 +46,7 @@ include: "workflow/rules/theory.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/admin.smk"
 include: "workflow/rules/bert.smk"
+include: "workflow/rules/plan.smk"
 
 
 rule all:

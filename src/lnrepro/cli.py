@@ -53,6 +53,7 @@ COMMANDS = {
                      "relative gradient and update norms of every attention/FFN matrix per epoch pair (Liu et al. Figs 3, 11)"),
     "admin-tables": ("lnrepro.analyses.admin_tables", "Liu et al. Tables 1 and 2 from the runs' metrics and BLEU"),
     "lr-grid": ("lnrepro.analyses.lr_grid", "no-warm-up lr x beta2 grid: converged/diverged and BLEU heatmap (Liu et al. Fig 10)"),
+    "plan": ("lnrepro.analyses.plan", "the cost plan: trainings, updates, FLOPs, GPU-hours and disk per figure, table and run"),
     "bench": ("lnrepro.training.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
 }
 

@@ -36,14 +36,18 @@ def train_flags(wildcards):
 STEP_SCHEDULES = ("step", "step_inverse_sqrt")
 
 
-def train_cap_flags(run):
-    """At most `epochs` epochs of at most `epoch_updates` updates; a run whose lr steps down at
-    decay_epoch trains up to that epoch, so the decay is exercised too."""
+def train_cap(run):
+    """(epochs, epoch_updates), 0 where uncapped: at most `epochs` epochs of at most `epoch_updates`
+    updates; a run whose lr steps down at decay_epoch trains up to that epoch, so the decay is exercised too."""
     cap, s = training_cap(), run_settings(run)
     epochs = cap.get("epochs", 0)
     if epochs and s.get("schedule") in STEP_SCHEDULES:
         epochs = max(epochs, s.get("decay_epoch", 0))
-    return cap_flags(epochs, cap.get("epoch_updates", 0))
+    return epochs, cap.get("epoch_updates", 0)
+
+
+def train_cap_flags(run):
+    return cap_flags(*train_cap(run))
 
 
 def run_data(wildcards):
