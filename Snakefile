@@ -17,7 +17,7 @@ if not workflow.overwrite_configfiles:
     if not os.path.exists("config/demo.yaml"):  # e.g. -d elsewhere: one line, not a WorkflowError
         configs = sorted(glob.glob(f"{workflow.basedir}/config/*.yaml"))  # but claims.yaml, which no run reads
         sys.exit(f"config: no --configfile, and the default config/demo.yaml is not in {os.getcwd()}; "
-                 f"name one: --configfile {' | '.join(c for c in configs if not c.endswith('/claims.yaml'))}")
+                 f"name one: --configfile {' | '.join(c for c in configs if os.path.basename(c) != 'claims.yaml')}")
 
     configfile: "config/demo.yaml"
 

@@ -446,7 +446,7 @@ def requested_targets():
     argv; a job's process, or Snakemake called from Python, has no targets of a user's."""
     if not workflow.is_main_process or "snakemake" not in sys.argv[0]:
         return []
-    if not any(os.path.normpath(a).startswith("results" + os.sep) for a in sys.argv[1:]):
+    if not any(os.path.normpath(a).startswith(f"results{os.sep}") for a in sys.argv[1:]):
         return []  # no path check_targets looks at: spare the 0.2 s of building Snakemake's parser
     from snakemake.cli import get_argument_parser
 
@@ -462,7 +462,7 @@ def check_targets(all_targets):
                   and t.endswith((".pdf", ".md")))
     for target in requested_targets():
         path = os.path.normpath(target)
-        if (target in rule_names or not path.startswith("results" + os.sep) or os.path.exists(path)
+        if (target in rule_names or not path.startswith(f"results{os.sep}") or os.path.exists(path)
                 or any(r.is_producer(path) for r in workflow.rules)):
             continue
         listed = "; ".join(f"{folder}/: {', '.join(os.path.basename(t) for t in made if os.path.dirname(t) == folder)}"
