@@ -53,6 +53,15 @@ def test_conda_env_pins_agree_with_pyproject():
             assert pinned.specifier == dep.specifier, f"{dep.name}: env {pinned.specifier} != pyproject {dep.specifier}"
 
 
+def test_requires_python_is_what_snakemake_needs():
+    """pyproject's floor is Snakemake's own (the README says Python >= 3.11): not a lower one pip would accept."""
+    from importlib.metadata import metadata
+    ours, snakemakes = SpecifierSet(pyproject()["requires-python"]), SpecifierSet(metadata("snakemake")["Requires-Python"])
+    floors = [min(s.version for s in spec if s.operator == ">=") for spec in (ours, snakemakes)]
+    assert floors[0] == floors[1] == "3.11"
+    assert "Python ≥ 3.11" in (ROOT / "README.md").read_text()
+
+
 def test_setup_installs_the_torch_the_env_pins():
     setup = (ROOT / "workflow" / "scripts" / "install_torch.sh").read_text()
     default = re.search(r"TORCH_SPEC:-([^}]+)\}", setup).group(1)
