@@ -11,8 +11,6 @@
 # and BPE codes -> binarize_glue with that corpus's dictionary: results/data/glue/{glue_task}/bin/{split}.pt
 
 
-BERT_SOURCES = ("generated", "real")
-GLUE_SOURCES = ("generated", "glue", "msr")
 RESERVED_CORPUS_NAMES = ("bert", "glue")  # results/data/bert|glue/ hold the BERT data
 
 

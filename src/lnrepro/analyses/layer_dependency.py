@@ -28,7 +28,6 @@ from .probing import (add_trained_probe_arguments, epoch_checkpoints, init_model
                       use_threads, write_probe)
 
 LN_EPS = 1e-5
-STATES = ("init", "trained")
 
 
 def record_sublayers(model: Transformer, src, prev):

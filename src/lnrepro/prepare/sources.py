@@ -6,8 +6,6 @@ import shutil
 import sys
 from contextlib import contextmanager
 
-from . import read_lines
-
 # GNU sed's \s in a UTF-8 locale (glibc's "space" class: no no-break spaces)
 SED_SPACE = "[ \t\n\x0b\x0c\r\u1680\u2000-\u2006\u2008-\u200a\u2028\u2029\u205f\u3000]"
 _SEG_OPEN = re.compile(r'<seg id="[0-9]*">' + SED_SPACE + "*")
@@ -92,10 +90,6 @@ def write_parallel(paths, columns, what):
     finally:
         for f in files:
             f.close()
-
-
-def lines_of(path):
-    return read_lines(path)
 
 
 def log(msg):

@@ -34,11 +34,6 @@ class _Decoder:
                     yield raw.decode("utf-8", errors="replace")
 
 
-def _concat(decoder, paths):
-    for path in paths:
-        yield from decoder.lines(path)
-
-
 def sgm_path(roots, name, kind, lang, src, tgt):
     """NAME-PAIR-KIND.LANG.sgm (newstest2014-deen-src.en.sgm) or NAME-KIND.LANG.sgm (dev/)."""
     candidates = [f"{name}-{a}{b}-{kind}.{lang}.sgm" for a, b in ((src, tgt), (tgt, src))]
