@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from workflow_helpers import ROOT
+
 from lnrepro.cli import COMMANDS, build_parser
 
 
@@ -118,3 +120,12 @@ def test_every_boolean_option_uses_the_strict_parser(command):
     lenient = [a.option_strings for a in subparser(command)._actions
                if (a.metavar == "BOOL" or a.type is bool) and a.type is not str2bool]
     assert lenient == []
+
+
+def test_the_readme_names_every_command_rule_file_and_core_module():
+    """The README's Layout and command list are what the tree holds (they went stale before)."""
+    readme = (ROOT / "README.md").read_text()
+    names = {f"`{c}`" for c in COMMANDS} | {p.name for p in (ROOT / "workflow" / "rules").glob("*.smk")}
+    names |= {p.stem for p in (ROOT / "src" / "lnrepro" / "core").glob("*.py") if p.stem != "__init__"}
+    missing = {n for n in names if n not in readme}
+    assert not missing, f"README.md does not name: {sorted(missing)}"
