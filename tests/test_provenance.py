@@ -9,11 +9,12 @@ from importlib import metadata
 
 import pandas as pd
 import pytest
+import yaml
 
 import lnrepro
 from lnrepro.cli import RESULTS, main, template_fields
 from lnrepro.core import provenance
-from workflow_helpers import ROOT, foreign_demo
+from workflow_helpers import ROOT, foreign_demo, snakemake, workflow_copy
 
 TINY = ["--enc-layers", "1", "--dec-layers", "1", "--d-model", "16", "--ffn-dim", "32", "--heads", "2",
         "--max-tokens", "400", "--epochs", "1", "--device", "cpu", "--threads", "1"]
@@ -154,7 +155,7 @@ def test_claims_flag_every_input_other_code_made(tmp_path):
                                "figure": "fig2", "min": -1} for run in made_by if run != "ours"}
     assert main(["claims", "--spec", json.dumps(spec), "--runs-dir", str(tmp_path), "--csv", str(tmp_path / "c.csv"),
                  "--md", str(tmp_path / "c.md"), "--provenance-csv", str(tmp_path / "p.csv")]) == 0
-    concerns = pd.read_csv(tmp_path / "p.csv", keep_default_na=False).set_index("result").concern
+    concerns = pd.read_csv(tmp_path / "p.csv", keep_default_na=False, dtype=str).set_index("result").concern
     concerns.index = [p.split("/")[-2] for p in concerns.index]
     assert concerns["ours"] == "" and concerns["before"] == "no provenance"
     assert concerns["older"] == "other commit 0123456789" and concerns["edited"].startswith("dirty")
@@ -169,10 +170,22 @@ def test_claims_flag_every_input_other_code_made(tmp_path):
     assert provenance.read(tmp_path / "c.csv")["command"] == "claims"
 
 
-def test_the_report_shows_the_claims_provenance_table():
-    rule = (ROOT / "workflow" / "rules" / "claims.smk").read_text()
-    assert 'report("results/claims_provenance.csv", caption="../report/provenance.rst"' in rule
-    assert "{{ snakemake.output.provenance }}" in (ROOT / "workflow" / "report" / "provenance.rst").read_text()
+def test_the_report_flags_a_claims_input_other_code_made(tmp_path):
+    """The real workflow on a config of the theory checks alone (~20 s): its claims and report name
+    the commit of their input; one made by older code (its sidecar says so) is flagged in both."""
+    workdir = workflow_copy(tmp_path)
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    theory_only = {**{k: demo[k] for k in ("corpora", "models", "train_defaults", "threads", "theory")}, "runs": {}}
+    (workdir / "theory_only.yaml").write_text(yaml.safe_dump(theory_only))
+    snakemake(workdir, "--configfile", "theory_only.yaml", "--cores", "2")
+    checks = workdir / "results" / "figures" / "theory_checks.csv"
+    assert provenance.read(checks)["command"] == "theory"
+    provenance.write_sidecars([checks], {**provenance.read(checks), "commit": OTHER_COMMIT})  # as older code left it
+    snakemake(workdir, "--configfile", "theory_only.yaml", "--cores", "2", "--forcerun", "check_claims")
+    assert "- `results/figures/theory_checks.csv`: other commit 0123456789" in (workdir / "results" / "claims.md").read_text()
+    snakemake(workdir, "--configfile", "theory_only.yaml", "--report", "report.html")
+    html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert "claims_provenance.csv" in html and "other commit 0123456789" in html
 
 
 # ---- LNREPRO_DEMO_DIR ------------------------------------------------------------------------------

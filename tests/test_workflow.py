@@ -542,7 +542,7 @@ def test_demo_report_holds_every_figure_its_caption_and_the_claims(demo):
 def test_demo_results_record_the_code_that_made_them(demo):
     """Every input of the claims has its provenance, all of one build: this checkout's code (dirty
     where the checkout is), as the claims step's own."""
-    inputs = pd.read_csv(demo / "results" / "claims_provenance.csv", keep_default_na=False)
+    inputs = pd.read_csv(demo / "results" / "claims_provenance.csv", keep_default_na=False, dtype=str)
     own = json.loads((demo / "results" / "claims.csv.provenance.json").read_text())
     assert len(inputs) >= 40 and set(inputs.commit) == {own["commit"][:10]}
     assert set(inputs.concern) <= {"", "dirty (uncommitted changes under src, workflow, config, Snakefile)"}

@@ -182,7 +182,7 @@ def markdown_section(rows, own):
     for row in rows:
         who = "no provenance (made before it was recorded, or by hand)" if row["concern"] == NO_PROVENANCE else describe(row)
         made.setdefault(who, []).append(row)
-    lines += [f"Its {len(rows)} inputs were made by:"] + [f"- {who}: {len(r)}" for who, r in sorted(made.items())]
+    lines += [f"Its {len(rows)} input{'' if len(rows) == 1 else 's'} were made by:"] + [f"- {who}: {len(r)}" for who, r in sorted(made.items())]
     flagged = [row for row in rows if row["concern"]]
     if flagged:
         lines += ["", f"**{len(flagged)} of them not made by this commit's clean code:**", ""]
