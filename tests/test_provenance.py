@@ -61,6 +61,16 @@ def test_the_settings_digest_changes_with_a_setting_and_nothing_else(trained, to
     assert other["settings_sha256"] != entry["settings_sha256"]
 
 
+def test_a_result_rewritten_after_its_record_is_flagged(trained, tmp_path):
+    run, entry = trained
+    copy = tmp_path / "metrics.csv"
+    copy.write_bytes((run / "metrics.csv").read_bytes())
+    provenance.write_sidecars([copy], entry)
+    assert provenance.concern(provenance.read(copy), entry["commit"], copy) in ("", provenance.DIRTY_TEXT)
+    copy.write_text(copy.read_text() + "\n")  # edited by hand, or written by other code that records nothing
+    assert provenance.concern(provenance.read(copy), entry["commit"], copy) == provenance.CHANGED
+
+
 def test_evaluation_records_its_bleu_tables_provenance(trained, toy_data, tmp_path):
     run, _ = trained
     beam1 = evaluate(toy_data, run, tmp_path / "bleu.csv")

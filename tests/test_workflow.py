@@ -18,6 +18,7 @@ import yaml
 
 import browser
 from lnrepro.analyses import verdicts
+from lnrepro.core.provenance import DIRTY_TEXT
 from workflow_helpers import ROOT, foreign_demo, snakemake, workflow_copy
 
 
@@ -545,7 +546,7 @@ def test_demo_results_record_the_code_that_made_them(demo):
     inputs = pd.read_csv(demo / "results" / "claims_provenance.csv", keep_default_na=False, dtype=str)
     own = json.loads((demo / "results" / "claims.csv.provenance.json").read_text())
     assert len(inputs) >= 40 and set(inputs.commit) == {own["commit"][:10]}
-    assert set(inputs.concern) <= {"", "dirty (uncommitted changes under src, workflow, config, Snakefile)"}
+    assert set(inputs.concern) <= {"", DIRTY_TEXT}
     assert "## Provenance" in (demo / "results" / "claims.md").read_text()
 
 

@@ -4,7 +4,8 @@ Each result a figure, table or claim reads gets a sidecar ``<file>.provenance.js
 writes it after a command succeeds; the result files themselves stay byte for byte what they were):
 the lnrepro version, the git commit of the checkout the package was imported from and whether it
 was dirty, the torch, sacrebleu and Python versions, the command line, a sha256 digest of the
-command's settings and the time. Recording never fails the job: what cannot be found is 'unknown'.
+command's settings (its parsed arguments but where the results go), the time and the result's own
+sha256 (a result rewritten later by other means no longer matches its record). Recording never fails the job: what cannot be found is 'unknown'.
 
 Dirty means a tracked file under src/, workflow/, config/ or the Snakefile differs from the commit
 (what makes a result: the code, the rules and the configs); tests, docs and untracked files (a
@@ -27,6 +28,8 @@ DIRTY_PATHS = ("src", "workflow", "config", "Snakefile")
 UNKNOWN = "unknown"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # src/lnrepro
 NO_PROVENANCE, OTHER_COMMIT, DIRTY = "no provenance", "other commit", "dirty"
+CHANGED = "changed since its provenance was recorded"
+DIRTY_TEXT = f"{DIRTY} (uncommitted changes under {', '.join(DIRTY_PATHS)})"
 
 
 def sidecar_path(result):
@@ -98,6 +101,11 @@ def record(command, argv, settings):
             "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
+def file_digest(path):
+    """sha256 of a result's bytes (CSVs and PDFs of a few MB at most)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def write_sidecars(results, entry):
     """One sidecar per result file that exists; written atomically, so a reader never sees half."""
     for result in results:
@@ -105,7 +113,8 @@ def write_sidecars(results, entry):
             continue
         path = sidecar_path(result)
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps({**entry, "result": os.path.basename(result)}, indent=1) + "\n", encoding="utf-8")
+        own = {"result": os.path.basename(result), "result_sha256": file_digest(result)}
+        tmp.write_text(json.dumps({**entry, **own}, indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, path)
 
 
@@ -129,16 +138,19 @@ def short(commit):
     return commit[:10] if commit and commit != UNKNOWN else UNKNOWN
 
 
-def concern(entry, commit):
-    """Why a result's provenance is not the given commit's clean code ('' where it is)."""
+def concern(entry, commit, result=None):
+    """Why a result's provenance is not the given commit's clean code ('' where it is); with the
+    result's path, also where the file is no longer the one recorded (rewritten by other means)."""
     if entry is None:
         return NO_PROVENANCE
+    if result is not None and entry.get("result_sha256") not in (None, file_digest(result)):
+        return CHANGED
     if UNKNOWN in (entry.get("commit"), commit):  # either was not a git checkout: nothing to compare
         return "commit unknown"
     if entry.get("commit") != commit:
         return f"{OTHER_COMMIT} {short(entry.get('commit'))}"
     if entry.get("dirty") is not False:
-        return f"{DIRTY} (uncommitted changes under {', '.join(DIRTY_PATHS)})"
+        return DIRTY_TEXT
     return ""
 
 
@@ -148,7 +160,7 @@ def foreign_results(results_dir, commit, required=()):
     results_dir = Path(results_dir)
     results = {Path(str(p)[:-len(SIDECAR_SUFFIX)]) for p in results_dir.rglob(f"*{SIDECAR_SUFFIX}")}
     results |= {results_dir / r for r in required}
-    flagged = [(path, concern(read(path), commit)) for path in sorted(results)]
+    flagged = [(path, concern(read(path), commit, path if path.exists() else None)) for path in sorted(results)]
     return [(path, why) for path, why in flagged if why]
 
 
@@ -162,7 +174,8 @@ def table(results, commit):
     for result in results:
         entry = read(result)
         row = {k: (entry or {}).get(k, "") for k in TABLE_COLUMNS}
-        row.update(result=str(result), commit=short(entry["commit"]) if entry else "", concern=concern(entry, commit))
+        row.update(result=str(result), commit=short(entry["commit"]) if entry else "",
+                   concern=concern(entry, commit, result))
         rows.append(row)
     return rows
 
