@@ -3,8 +3,10 @@ code, versions and settings made it; claims.md and its provenance table flag inp
 LNREPRO_DEMO_DIR refuses a demo another commit built. Real commands (a tiny `lnrepro train`,
 `evaluate`, `claims`) and real git repositories."""
 import json
+import os
 import platform
 import subprocess
+import sys
 from importlib import metadata
 
 import pandas as pd
@@ -231,3 +233,16 @@ def test_each_recording_commands_results_name_its_own_options(command):
     dests = {action.dest for action in subparser(command)._actions}
     fields = set().union(*(template_fields(t) for t in RESULTS[command]))
     assert fields and fields <= dests, fields - dests
+
+
+def test_the_end_to_end_tests_refuse_a_demo_of_another_commit(tmp_path):
+    """The demo fixture itself, in a pytest of its own: a setup error naming the result, no build (the
+    folder has no Snakefile either: were it not refused, snakemake would fail at once)."""
+    demo = demo_dir(tmp_path, "fedcba9876543210fedcba9876543210fedcba98")
+    env = {**os.environ, "LNREPRO_DEMO_DIR": str(demo), "LNREPRO_DEMO_ANY_COMMIT": "0"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(ROOT / "tests" / "test_workflow.py"), "-k", "test_nothing_to_do_after_the_demo"],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert f"LNREPRO_DEMO_DIR={demo}: 1 result(s) not made by this checkout's clean commit" in proc.stdout
+    assert "results/claims.csv: other commit fedcba9876" in proc.stdout and "snakemake" not in proc.stdout.lower()
