@@ -246,6 +246,8 @@ def test_finetune_command_writes_every_seed_and_the_summary(bert_data, tmp_path)
     assert runs.dev_acc.between(0, 1).all()
     best = runs.groupby("lr").dev_acc.mean().max()
     assert summary.mean_acc.iloc[0] == pytest.approx(best) and summary.updates.iloc[0] == 10
+    from lnrepro.core.provenance import read
+    assert read(out)["command"] == read(out.with_suffix(".summary.csv"))["command"] == "finetune"  # both have theirs
 
 
 def test_one_seed_has_no_spread_and_fewer_seeds_than_run_are_counted():

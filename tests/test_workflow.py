@@ -5,6 +5,7 @@ of the workflow) and asserts the papers' effects on the pipeline's own numbers.
 """
 import ast
 import itertools
+import json
 import os
 import re
 from pathlib import Path
@@ -17,7 +18,8 @@ import yaml
 
 import browser
 from lnrepro.analyses import verdicts
-from workflow_helpers import ROOT, snakemake, workflow_copy
+from lnrepro.core.provenance import DIRTY_TEXT
+from workflow_helpers import ROOT, foreign_demo, snakemake, workflow_copy
 
 
 def demo_config():
@@ -269,6 +271,9 @@ def test_liu_runs_train_in_fp16_as_clinics_recipes_and_xiongs_in_fp32(tmp_path):
 def demo(tmp_path_factory):
     # LNREPRO_DEMO_DIR=<a demo built by an earlier test run>: check it instead of building anew
     given = os.environ.get("LNREPRO_DEMO_DIR")
+    refusal = given and foreign_demo(Path(given), any_commit=os.environ.get("LNREPRO_DEMO_ANY_COMMIT") == "1")
+    if refusal:  # built by other code: its outputs say nothing about this commit's
+        pytest.fail(refusal, pytrace=False)
     workdir = Path(given) if given else workflow_copy(tmp_path_factory.mktemp("demo"))
     proc = snakemake(workdir, "--cores", "2")
     if not given:  # what a person running the demo sees (a reused demo keeps its build's)
@@ -531,6 +536,18 @@ def test_demo_report_holds_every_figure_its_caption_and_the_claims(demo):
     for text in ("The paper reports", "We got", "warmup_essential_adam_1e-3", "theorem1_pre",
                  "norm relative to the largest of its kind", "liu_fig11_sgd_updates_unbalanced"):
         assert text in html, text
+    assert "claims_provenance.csv" in html and "settings_sha256" in html  # what made each input
+
+
+@pytest.mark.slow
+def test_demo_results_record_the_code_that_made_them(demo):
+    """Every input of the claims has its provenance, all of one build: this checkout's code (dirty
+    where the checkout is), as the claims step's own."""
+    inputs = pd.read_csv(demo / "results" / "claims_provenance.csv", keep_default_na=False, dtype=str)
+    own = json.loads((demo / "results" / "claims.csv.provenance.json").read_text())
+    assert len(inputs) >= 40 and set(inputs.commit) == {own["commit"][:10]}
+    assert set(inputs.concern) <= {"", DIRTY_TEXT}
+    assert "## Provenance" in (demo / "results" / "claims.md").read_text()
 
 
 

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lnrepro.core import provenance
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
@@ -21,3 +23,22 @@ def snakemake(workdir, *args, check=True):
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
+
+
+DEMO_CHECKED = "claims.csv"  # the demo's last result: a demo without its sidecar has no provenance
+
+
+def foreign_demo(workdir, commit=None, any_commit=False):
+    """Why a finished demo (LNREPRO_DEMO_DIR) is not one this checkout's clean commit built, or None:
+    the end-to-end tests would otherwise pass on what older code made. any_commit (LNREPRO_DEMO_ANY_COMMIT=1)
+    checks it anyway."""
+    commit = commit or provenance.source_state(ROOT / "src" / "lnrepro")["commit"]
+    flagged = [] if any_commit else provenance.foreign_results(Path(workdir) / "results", commit, (DEMO_CHECKED,))
+    if not flagged:
+        return None
+    shown = [f"  {path.relative_to(workdir)}: {why}" for path, why in flagged[:10]]
+    more = [f"  ... and {len(flagged) - 10} more"] if len(flagged) > 10 else []
+    return "\n".join([f"LNREPRO_DEMO_DIR={workdir}: {len(flagged)} result(s) not made by this checkout's clean "
+                      f"commit {provenance.short(commit)}:", *shown, *more,
+                      "Build the demo with this commit (leave LNREPRO_DEMO_DIR unset), or set "
+                      "LNREPRO_DEMO_ANY_COMMIT=1 to check it anyway."])

@@ -5,6 +5,7 @@ dispatches, importing just the chosen stage (torch is slow to import).
 """
 import argparse
 import importlib
+import string
 import sys
 
 # subcommand -> (module, help)
@@ -58,6 +59,30 @@ COMMANDS = {
 }
 
 
+# The result files each command writes that a figure, table or claim reads, as templates of its
+# parsed arguments: main() records their provenance beside them (lnrepro.core.provenance). Data
+# preparation, plan, verdicts and bench write none.
+RESULTS = {
+    "admin-profile": ("{omega_out}",),
+    "train": ("{out}/metrics.csv",),
+    "pretrain": ("{out}/metrics.csv",),
+    "finetune": ("{out}", lambda args: importlib.import_module("lnrepro.training.finetune").summary_of(args.out)),
+    "evaluate": ("{out}",),
+    "figure": ("{pdf}", "{csv}", "{summary}"),
+    "figure5": ("{pdf}", "{csv}"),
+    "probe-gradients": ("{grads_out}", "{concentration_out}"),
+    "plot-gradients": ("{pdf}", "{csv}", "{summary}"),
+    "theory": ("{pdf}", "{csv}", "{checks}"),
+    "claims": ("{csv}", "{md}", "{provenance_csv}"),
+    "gradient-vanishing": ("{pdf}", "{csv}", "{summary}"),
+    "output-change": ("{pdf}", "{csv}", "{fits}"),
+    "layer-dependency": ("{pdf}", "{csv}"),
+    "update-norms": ("{pdf}", "{csv}", "{summary}"),
+    "admin-tables": ("{csv}", "{md}"),
+    "lr-grid": ("{pdf}", "{csv}"),
+}
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Every option's help ends in its default, except where there is none to show: a required
     option, or a default of None or "" (the help says what leaving it out means)."""
@@ -96,11 +121,36 @@ def main(argv=None):
     from lnrepro.args import missing_input
     from lnrepro.prepare import InputError
     try:
-        return args.run(args) or 0
+        status = args.run(args) or 0
+        if status == 0 and args.command in RESULTS:
+            record_provenance(args, argv)
+        return status
     except InputError as e:  # bad input (not UTF-8, empty): one line naming the file and line
         sys.exit(f"lnrepro {args.command}: ERROR: {e}")
     except FileNotFoundError as e:  # an input not made yet (a command run by hand): one line, as argparse's
         missing_input(args.command, e)
+
+
+def template_fields(template):
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name} if isinstance(template, str) else set()
+
+
+def result_files(templates, args):
+    """The templates filled from args (a callable: its path of args); one naming an option left out
+    (None) names no file."""
+    fields = vars(args)
+    return [str(t(args)) if callable(t) else t.format(**fields) for t in templates
+            if all(fields.get(name) is not None for name in template_fields(t))]
+
+
+def record_provenance(args, argv):
+    """The settings are the parsed arguments but where the results go: the same job writing
+    elsewhere has the same digest."""
+    from lnrepro.core import provenance
+    templates = RESULTS[args.command]
+    outputs = set().union(*map(template_fields, templates))
+    settings = {k: v for k, v in vars(args).items() if k not in outputs | {"run", "command"}}
+    provenance.record_results(args.command, argv, settings, result_files(templates, args))
 
 
 if __name__ == "__main__":

@@ -151,6 +151,7 @@ rule check_claims:
     output:
         csv=report("results/claims.csv", caption="../report/claims.rst", category="Claims"),
         md="results/claims.md",
+        provenance=report("results/claims_provenance.csv", caption="../report/provenance.rst", category="Claims"),
     params:
         spec=claims_spec,
         tables=claims_tables,
@@ -161,4 +162,4 @@ rule check_claims:
         "logs/claims/check_claims.log",
     shell:
         "lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables} {params.capped}"
-        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+        " --csv {output.csv} --md {output.md} --provenance-csv {output.provenance} > {log} 2>&1"

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..args import json_object
+from ..core import provenance
 
 HIGHER_IS_BETTER = {"bleu": True, "valid_loss": False, "valid_nll": False, "train_loss": False, "train_nll": False}
 COLUMNS = ["claim", "figure", "place", "paper", "paper_value", "paper_range", "ours", "paper_result", "scaled_range",
@@ -47,14 +48,17 @@ class NotMeasured(Exception):
     """This config cannot take the claim's measurement: an epoch its run does not reach, a row it lacks."""
 
 
-def read_metrics(runs_dir, run, metric):
+def metrics_path(runs_dir, run, metric):
     """The table a run's metric is in. A BERT pre-training run (results/pretrain/) counts rounds as epochs."""
     runs_dir = Path(runs_dir)
     if metric == "bleu":
-        return pd.read_csv(runs_dir / "eval" / run / "bleu.csv")
-    if (runs_dir / "pretrain" / run / "metrics.csv").exists():
-        return pd.read_csv(runs_dir / "pretrain" / run / "metrics.csv")
-    return pd.read_csv(runs_dir / "train" / run / "metrics.csv")
+        return runs_dir / "eval" / run / "bleu.csv"
+    pretrain = runs_dir / "pretrain" / run / "metrics.csv"
+    return pretrain if pretrain.exists() else runs_dir / "train" / run / "metrics.csv"
+
+
+def read_metrics(runs_dir, run, metric):
+    return pd.read_csv(metrics_path(runs_dir, run, metric))
 
 
 def curve(runs_dir, run, metric):
@@ -318,6 +322,19 @@ def evaluate(claims, runs_dir, tables):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def input_files(claims, runs_dir, table_paths):
+    """Every file the claims read where they are measured: each run's metrics (its divergence),
+    its BLEU where a claim compares BLEU, and the results tables."""
+    files = set(map(Path, table_paths))
+    for claim in claims.values():
+        for spec, missing in ((claim, claim.get("paper_missing")), (scaled_spec(claim), claim.get("scaled_missing"))):
+            if missing or spec["kind"] == "table":
+                continue
+            for run in (spec[k] for k in RUN_KEYS if k in spec):
+                files |= {metrics_path(runs_dir, run, m) for m in {"valid_loss", spec["metric"]}}
+    return sorted(f for f in files if f.exists())
+
+
 def fmt(v):
     if isinstance(v, float):
         return "" if math.isnan(v) else "inf" if math.isinf(v) else f"{v:.3g}"
@@ -373,15 +390,21 @@ def add_arguments(p):
     p.add_argument("--csv", required=True, help="the claims table as CSV")
     p.add_argument("--md", required=True, help="the claims table as Markdown")
     p.add_argument("--capped", action="store_true", help="the runs are capped (training_cap): say the verdicts are no results")
+    p.add_argument("--provenance-csv", default=None,
+                   help="CSV: what made each input (commit, versions, settings digest) and each one not made by this commit's clean code")
 
 
 def run(args):
     claims = json.loads(args.spec)
-    tables = {name: pd.read_csv(path) for name, path in (t.split("=", 1) for t in args.tables)}
+    tables_given = dict(t.split("=", 1) for t in args.tables)
+    tables = {name: pd.read_csv(path) for name, path in tables_given.items()}
     table = evaluate(claims, args.runs_dir, tables).assign(capped=args.capped)
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
-    md = markdown(table, args.title, args.capped)
+    inputs = provenance.table(input_files(claims, args.runs_dir, tables_given.values()), provenance.current()["commit"])
+    if args.provenance_csv:
+        pd.DataFrame(inputs, columns=provenance.TABLE_COLUMNS).to_csv(args.provenance_csv, index=False)
+    md = markdown(table, args.title, args.capped) + "\n" + provenance.markdown_section(inputs, provenance.current())
     Path(args.md).write_text(md, encoding="utf-8")
     print(md)
     return 0

@@ -192,11 +192,16 @@ def write_rows(path, rows, columns):
         writer.writerows(rows)
 
 
+def summary_of(out):
+    """The summary beside the CSV of every fine-tuning (round3.csv: round3.summary.csv)."""
+    return Path(out).with_suffix(".summary.csv")
+
+
 def run(args):
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
-    summary_path = out.with_suffix(".summary.csv")
+    summary_path = summary_of(out)
     checkpoint = Path(args.checkpoint)
     round_ = int(checkpoint.stem.removeprefix("epoch"))
     if not checkpoint.exists():
