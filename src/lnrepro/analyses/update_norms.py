@@ -118,7 +118,7 @@ def heatmap(ax, t, title):
     return im
 
 
-def draw(table, title, pdf):
+def draw(table, title, pdf, mark=None):
     """One row per run; per epoch pair, its relative gradient and relative update side by side."""
     runs = list(table.groupby("run", sort=False))
     cols = max(t.epoch.nunique() for _, t in runs) * len(KINDS)
@@ -132,7 +132,7 @@ def draw(table, title, pdf):
         for ax in row[len(panels):]:
             ax.axis("off")
         fig.colorbar(im, ax=row.tolist(), shrink=0.8, label="norm / largest in the network")
-    save_figure(fig, title, pdf, tight=False)  # laid out by constrained layout already
+    save_figure(fig, title, pdf, tight=False, mark=mark)  # laid out by constrained layout already
 
 
 def summary(table):
