@@ -80,7 +80,7 @@ def update_norms_case(pdf):
     # one run, one epoch pair: Liu et al. Fig 3's, the narrowest figure of all
     t = rows(run=["liu_wmt_pre_6L"], epoch=[1], kind=list(update_norms.KINDS), side=["encoder", "decoder"],
              sublayer=["self_attn", "ffn"], matrix=["Q", "K", "V", "O"], layer=range(1, 3))
-    update_norms.draw(t.assign(optimizer="adam", relative=0.5), TITLE, pdf, mark=MARK)
+    update_norms.draw(t.assign(model="Pre-LN 2+2 layers", optimizer="adam", relative=0.5), TITLE, pdf, mark=MARK)
 
 
 def layer_dependency_case(pdf):
