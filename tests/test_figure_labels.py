@@ -94,6 +94,27 @@ def test_every_legend_label_states_the_lr_and_warmup_its_run_trains(dry_run):
             assert re.search(rf"\b{warmup_text(int(flag(command, '--warmup') or 0))}\b", label), (name, run, label)
 
 
+def trained_depth_in(panel_title):
+    """The depth a panel's title says its runs train: 'N layers', or the demo's '(demo: N)'."""
+    found = re.search(r"\(demo: (\d+)\)", panel_title) or re.match(r"(\d+) layers", panel_title)
+    return int(found.group(1)) if found else None
+
+
+def test_every_panel_that_names_a_depth_draws_runs_of_that_depth(dry_run):
+    """Liu et al. Figs 1 and 9: '18 layers (demo: 8)' over runs that train 8+8 layers in the demo."""
+    name, figures, _ = dry_run
+    depths = []
+    for argv in figures:
+        spec = json.loads(flag(argv, "--spec"))
+        for panel in spec.get("panels", []):  # Fig 5's spec has none
+            depth = trained_depth_in(panel["title"])
+            for run in panel["runs"] if depth else ():
+                settings = spec["run_settings"][run]
+                assert (settings["enc_layers"], settings["dec_layers"]) == (depth, depth), (name, panel["title"], run)
+                depths.append(depth)
+    assert len(depths) == 15  # Fig 1's two panels and Fig 9's three, of three runs each: the test saw them
+
+
 def test_the_scale_mark_reaches_every_demo_figure_command_only(dry_run):
     name, figures, _ = dry_run
     marks = {flag(argv, "--scale-note") for argv in figures}
