@@ -126,6 +126,7 @@ def test_a_demo_run_named_for_the_papers_values_is_labelled_with_its_own():
     assert figure.run_label(settings) == "Post-LN, Adam, lr 1e-3, warm-up 290"  # adam_5e-4_warm4000 in the demo
     assert "lr 1.4e-3" in figure.run_label({**settings, "lr": 1.4e-3})  # '{:.0e}' wrote it as 1e-3
     assert "lr 1.5e-3" in figure.run_label({**settings, "lr": 1.5e-3})  # and this one as 2e-3
+    assert [lr_text(lr) for lr in (1.25e-3, 7e-4, 0.1)] == ["1.25e-3", "7e-4", "1e-1"]
 
 
 def test_a_description_leads_the_label_but_never_hides_what_was_trained():

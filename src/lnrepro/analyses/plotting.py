@@ -17,11 +17,11 @@ PNG_DPI = 150  # the report's preview: legible at a browser's width, ~200 kB
 
 
 def lr_text(lr):
-    """'1.4e-3', '1e-3', '5e-4': the learning rate as trained, to two significant digits ('{:.0e}'
+    """'1.4e-3', '1e-3', '5e-4': the learning rate as trained, every significant digit of it ('{:.0e}'
     wrote 1.4e-3 as '1e-3' and 1.5e-3 as '2e-3', a legend that disagreed with the run)."""
     if not lr:
         return "0"
-    mantissa, exponent = f"{lr:.1e}".split("e")
+    mantissa, exponent = f"{lr:.6e}".split("e")
     return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
