@@ -360,6 +360,7 @@ def test_update_norms_command_on_fabricated_checkpoints(toy_data, tmp_path):
                      "--summary", str(tmp_path / "s.csv")]) == 0
     table = pd.read_csv(tmp_path / "f.csv")
     assert sorted(table.epoch.unique()) == [1, 2] and set(table.kind) == {"gradient", "update"}
+    assert set(table.model) == {"Pre-LN 1+1 layers"}  # what the checkpoints trained, whatever the run's name
     assert len(table) == 2 * 2 * (6 + 10)  # pairs x kinds x matrices of a 1+1-layer model
     assert (table.groupby(["epoch", "kind"]).relative.max() == 1).all()
     assert (tmp_path / "f.pdf").stat().st_size > 0

@@ -99,7 +99,8 @@ def test_a_figure_marks_a_panel_of_runs_validated_on_different_sets(tmp_path, ca
                        {"title": "one", "metric": "valid_loss", "runs": ["max60"]},
                        {"title": "train", "metric": "train_loss", "runs": ["max60", "short"]}]}
     args = type("Args", (), {"spec": json.dumps(spec), "runs_dir": str(tmp_path / "runs"),
-                             "pdf": str(tmp_path / "f.pdf"), "csv": str(tmp_path / "f.csv"), "summary": None})
+                             "pdf": str(tmp_path / "f.pdf"), "csv": str(tmp_path / "f.csv"), "summary": None,
+                             "scale_note": None})
     assert figure.run(args) == 0
     err = capsys.readouterr().err
     assert (f"WARNING: panel (a) 'both' compares runs validated on different sets (valid_pairs "

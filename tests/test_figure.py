@@ -25,7 +25,8 @@ def test_perplexity_is_two_to_the_nll_in_bits(tmp_path):
     spec = {"title": "Liu Fig 1", "run_settings": {"pre": {"norm": "pre"}, "post": {}},
             "panels": [{"title": "dev perplexity", "metric": "valid_ppl", "runs": ["pre", "post"]}]}
     args = type("Args", (), {"spec": json.dumps(spec), "runs_dir": str(tmp_path), "pdf": str(tmp_path / "f.pdf"),
-                             "csv": str(tmp_path / "f.csv"), "summary": str(tmp_path / "f_final.csv")})
+                             "csv": str(tmp_path / "f.csv"), "summary": str(tmp_path / "f_final.csv"),
+                             "scale_note": None})
     assert figure.run(args) == 0
     table = pd.read_csv(tmp_path / "f.csv")
     assert list(table[table.run == "pre"].value) == [128.0, 64.0]

@@ -17,6 +17,14 @@ from lnrepro.training.pretrain import PretrainConfig, pretrain
 from test_bert import TINY, bert_data  # noqa: F401  (a fixture)
 
 
+TRAINED = "Post-LN, lr 1e-3, no warm-up"  # what each run's settings say it trained, after its description
+
+
+def unwrapped(legend):
+    """The legend's labels as one line each (plotting.legend wraps them at the panel's width)."""
+    return [t.get_text().replace("\n", " ") for t in legend.get_texts()]
+
+
 def finetune(root, bert_data, run, round_, seeds):  # noqa: F811
     glue = root / "glue"
     if not glue.exists():
@@ -52,11 +60,11 @@ def results(bert_data, tmp_path_factory, one_thread):  # noqa: F811
 
 def draw(root, tmp_path, monkeypatch):
     saved = []
-    monkeypatch.setattr(figure5, "save_figure", lambda fig, title, pdf: saved.append((fig, title)))
+    monkeypatch.setattr(figure5, "save_figure", lambda fig, title, pdf, **_: saved.append((fig, title)))
     spec = {"title": "Fig 5", "runs": ["short", "blowup", "late"], "tasks": ["mrpc"],
-            "run_settings": {run: {"description": f"{run} run"} for run in ("short", "blowup", "late")}}
+            "run_settings": {run: {"description": f"{run} run", "lr": 1e-3} for run in ("short", "blowup", "late")}}
     args = argparse.Namespace(spec=json.dumps(spec), results=str(root), pdf=str(tmp_path / "f.pdf"),
-                              csv=str(tmp_path / "f.csv"))
+                              csv=str(tmp_path / "f.csv"), scale_note=None)
     assert figure5.run(args) == 0
     return pd.read_csv(tmp_path / "f.csv"), saved[0]
 
@@ -93,18 +101,19 @@ def test_figure5_marks_divergence_caps_and_single_seeds(results, tmp_path, monke
     assert acc.loc[("late", 1), "n"] == 2 and pd.isna(acc.loc[("late", 1), "note"])  # two seeds: nothing to say
 
     valid, mrpc = fig.axes
-    legend = [t.get_text() for t in valid.get_legend().get_texts()]
-    assert legend == ["short run [CAPPED]", f"blowup run: {never}", f"late run: diverged at update {late_update}"]
+    legend = unwrapped(valid.get_legend())
+    assert legend == [f"short run: {TRAINED} [CAPPED]", f"blowup run: {TRAINED}: {never}",
+                      f"late run: {TRAINED}: diverged at update {late_update}"]
     lines = {line.get_label(): line for line in valid.get_lines() if not line.get_label().startswith("_")}
-    assert len(lines[f"blowup run: {never}"].get_xdata()) == 0  # named, not drawn
+    assert len(lines[f"blowup run: {TRAINED}: {never}"].get_xdata()) == 0  # named, not drawn
     markers = [(list(m.get_xdata()), list(m.get_ydata())) for m in valid.get_lines()
                if m.get_marker() == "x" and len(m.get_xdata())]
     assert markers == [([int(late_metrics.updates.iloc[0])], [late_metrics.valid_loss.iloc[0]])]
     assert not any(0.0 in list(line.get_ydata()) for line in valid.get_lines())
 
-    legend = [t.get_text() for t in mrpc.get_legend().get_texts()]
-    assert legend == ["short run: n = 1 seed [CAPPED]", f"blowup run: {never}",
-                      f"late run: diverged at update {late_update}"]
+    legend = unwrapped(mrpc.get_legend())
+    assert legend == [f"short run: {TRAINED}: n = 1 seed [CAPPED]", f"blowup run: {TRAINED}: {never}",
+                      f"late run: {TRAINED}: diverged at update {late_update}"]
     lines = {line.get_label(): line for line in mrpc.get_lines() if not line.get_label().startswith("_")}
     assert list(lines[legend[0]].get_ydata()) == list(acc.loc["short"].value)
     assert len(lines[legend[1]].get_xdata()) == 0

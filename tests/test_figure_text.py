@@ -1,8 +1,10 @@
 """Every figure the package draws (each analysis' draw, the one before its savefig) keeps its text on
-the page, under the longest title a config gives, and embeds TrueType fonts, not Type 3 (issue 31).
-The tables are small made-up ones in the columns each command writes to its CSV."""
+the page, under the longest title a config gives and the demo's scale mark, embeds TrueType fonts, not
+Type 3, and writes the PNG the report shows beside its PDF (issue 31). The tables are small made-up
+ones in the columns each command writes to its CSV."""
 import itertools
 from pathlib import Path
+
 
 import numpy as np
 import pandas as pd
@@ -11,12 +13,13 @@ import yaml
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from figure_checks import fonts_are_truetype, png_is_drawn
 from lnrepro.analyses import (figure, figure5, gradient_vanishing, layer_dependency, lr_grid, output_change,
                               plot_gradients, theory, update_norms)
 
 CONFIGS = [Path(__file__).parents[1] / "config" / name for name in ("demo.yaml", "config.yaml")]
 # the longest run label the demo draws (Fig 4), and a divergence note the legend adds to it
-LABEL = "Pre-LN, Adam, lr 1e-3, no warm-up, x0.1 at ep 6"
+LABEL = "Pre-LN, Adam, lr 1.4e-3, no warm-up, x0.1 at ep 4"
 NOTE = "diverged at update 12345"
 
 
@@ -32,6 +35,7 @@ def titles(node):
 
 # the longest of the configs' titles (Liu et al. Fig 11's today): every figure is drawn under it
 TITLE = max((t for c in CONFIGS for t in titles(yaml.safe_load(c.read_text()))), key=len)
+MARK = yaml.safe_load(CONFIGS[0].read_text())["scale_note"]  # the demo's, under every title
 
 
 def rows(**columns):
@@ -45,7 +49,7 @@ def figure_case(pdf):
     t = rows(panel=range(3), run=[f"run{i}" for i in range(6)], epoch=range(1, 9))
     t = t.assign(label=LABEL, metric=[panels[p]["metric"] for p in t.panel], value=10.0 / t.epoch, diverged=0,
                  capped=1, note=NOTE, valid_pairs=100, valid_sets_differ=(t.panel == 1).astype(int))
-    figure.draw({"title": TITLE, "panels": panels}, t, pdf)
+    figure.draw({"title": TITLE, "panels": panels}, t, pdf, mark=MARK)
 
 
 def figure5_case(pdf):
@@ -53,14 +57,14 @@ def figure5_case(pdf):
     t = rows(panel=["valid_loss", "mrpc", "rte"], run=runs, updates=[200, 400, 600])
     t = t.assign(label=LABEL, value=0.7, ci95=0.04, n=1, seeds=1, diverged=0, capped=1,
                  note=np.where(t.panel == "valid_loss", "pre-training " + NOTE, "n = 1 seed"))
-    figure5.draw({"title": TITLE, "runs": runs, "tasks": ["mrpc", "rte"], "run_settings": {}}, t, pdf)
+    figure5.draw({"title": TITLE, "runs": runs, "tasks": ["mrpc", "rte"], "run_settings": {}}, t, pdf, mark=MARK)
 
 
 def lr_grid_case(pdf):
     t = rows(norm=["post", "pre", "admin"], lr=[1e-4, 3e-4, 1e-3, 3e-3, 1e-2], beta2=[0.98, 0.99, 0.999])
     t = t.assign(run="r", status=np.where(t.lr > 3e-3, "not converged", "converged"), bleu=30.0, averaged=2,
                  average_last=10, capped=1)
-    lr_grid.draw(t, TITLE, pdf)
+    lr_grid.draw(t, TITLE, pdf, mark=MARK)
 
 
 def plot_gradients_case(pdf):
@@ -69,20 +73,20 @@ def plot_gradients_case(pdf):
                    norm=[plot_gradients.SERIES[s][1] for s in ab.series])
     cd = rows(norm=["pre", "post"], x=[6, 8, 10, 12, 14]).assign(panel="cd", state="init", matrix="W2")
     t = pd.concat([ab, cd], ignore_index=True).assign(mean=lambda d: d.x * 0.1, std=0.01)
-    plot_gradients.draw(t, {"title": TITLE, "panel_layers": 6}, pdf)
+    plot_gradients.draw(t, {"title": TITLE, "panel_layers": 6}, pdf, mark=MARK)
 
 
 def update_norms_case(pdf):
     # one run, one epoch pair: Liu et al. Fig 3's, the narrowest figure of all
     t = rows(run=["liu_wmt_pre_6L"], epoch=[1], kind=list(update_norms.KINDS), side=["encoder", "decoder"],
              sublayer=["self_attn", "ffn"], matrix=["Q", "K", "V", "O"], layer=range(1, 3))
-    update_norms.draw(t.assign(optimizer="adam", relative=0.5), TITLE, pdf)
+    update_norms.draw(t.assign(model="Pre-LN 2+2 layers", optimizer="adam", relative=0.5), TITLE, pdf, mark=MARK)
 
 
 def layer_dependency_case(pdf):
     t = rows(run=["liu_wmt_post_6L"], state=["init", "trained"], side=["encoder", "decoder"], i=range(1, 5),
              j=range(0, 5))
-    layer_dependency.draw(t.assign(norm="post", layers=8, beta=0.5), TITLE, pdf)
+    layer_dependency.draw(t.assign(norm="post", layers=8, beta=0.5), TITLE, pdf, mark=MARK)
 
 
 def gradient_vanishing_case(pdf):
@@ -90,19 +94,19 @@ def gradient_vanishing_case(pdf):
              kind=list(gradient_vanishing.KIND_MARKERS))
     t = t[(t.side == "decoder") | (t.kind != "enc_attn")]
     t = t.assign(combination=t.norm + "/" + t.norm, enc_norm=t.norm, dec_norm=t.norm, index=0, relative=0.5)
-    gradient_vanishing.draw(t, TITLE, pdf)
+    gradient_vanishing.draw(t, TITLE, pdf, mark=MARK)
 
 
 def output_change_case(pdf):
     t = rows(norm=["post", "pre", "admin"], kind=list(output_change.KINDS), layers=[2, 4, 8, 12, 18], seed=[1, 2])
     t = t.assign(output_change=1e-4 * t.layers)
     fits = rows(norm=["post", "pre", "admin"], kind=list(output_change.KINDS), growth=["linear", "log"])
-    output_change.draw(t, fits.assign(slope=1e-4, intercept=0.0, r=0.99), TITLE, pdf)
+    output_change.draw(t, fits.assign(slope=1e-4, intercept=0.0, r=0.99), TITLE, pdf, mark=MARK)
 
 
 def theory_case(pdf):
     points, summary = theory.measure(d=8, layers=2, depths=[2, 4], seeds=1, sequences=1, positions=2, vocab_size=10)
-    theory.draw(points, summary, TITLE, pdf, d=16)
+    theory.draw(points, summary, TITLE, pdf, d=16, mark=MARK)
 
 
 CASES = [figure_case, figure5_case, lr_grid_case, plot_gradients_case, update_norms_case, layer_dependency_case,
@@ -135,14 +139,15 @@ def drawn(monkeypatch):
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
 def test_every_text_lies_inside_the_figure_and_fonts_are_truetype(case, drawn, tmp_path):
     case(tmp_path / "f.pdf")
-    (page, texts), = drawn
+    (page, texts), (_, png_texts) = drawn  # the PDF, then the PNG of the same figure
+    assert [text for text, _ in png_texts] == [text for text, _ in texts]
     assert len(texts) > 10  # the test saw the figure's text: title, titles, labels, ticks
+    assert any(MARK.split()[0] in text for text, _ in texts)  # the scale mark is drawn
     outside = [(text, [round(v) for v in box.extents]) for text, box in texts
                if box.x0 < page.x0 or box.x1 > page.x1 or box.y0 < page.y0 or box.y1 > page.y1]
     assert outside == [], f"page {page.extents}"
-    pdf = (tmp_path / "f.pdf").read_bytes()
-    # fonttype 42 embeds TrueType, as a Type 0 font over a CIDFontType2 (TrueType outlines) in matplotlib 3.11
-    assert b"/Subtype /Type3" not in pdf and (b"/CIDFontType2" in pdf or b"/Subtype /TrueType" in pdf)
+    assert fonts_are_truetype((tmp_path / "f.pdf").read_bytes())
+    assert png_is_drawn(tmp_path / "f.png")  # the report's preview, beside the PDF
 
 
 def test_the_configs_longest_title_is_long_enough_to_need_wrapping():

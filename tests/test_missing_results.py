@@ -58,8 +58,11 @@ def test_averaging_records_how_many_checkpoints_it_really_averaged(trained):
     assert len(blowup) == 0 and {"averaged", "average_last"} <= set(blowup.columns)
 
 
+TRAINED = "Post-LN, Adam, lr 1e-3, no warm-up"  # what each run's settings say it trained, after its description
+
+
 def figure_spec():
-    return {"title": "Fig", "run_settings": {run: {"description": f"{run} run"} for run in ("short", "blowup", "late")},
+    return {"title": "Fig", "run_settings": {run: {"description": f"{run} run", "lr": 1e-3} for run in ("short", "blowup", "late")},
             "panels": [{"title": "valid", "metric": "valid_loss", "runs": ["short", "blowup", "late"]},
                        {"title": "BLEU", "metric": "bleu", "runs": ["short", "blowup"]}]}
 
@@ -67,9 +70,10 @@ def figure_spec():
 def draw_figure(root, tmp_path, monkeypatch):
     """Run lnrepro figure; returns its CSV, its summary and the matplotlib figure it saved."""
     saved = []
-    monkeypatch.setattr(figure, "save_figure", lambda fig, title, pdf: saved.append((fig, title)))
+    monkeypatch.setattr(figure, "save_figure", lambda fig, title, pdf, **_: saved.append((fig, title)))
     args = argparse.Namespace(spec=json.dumps(figure_spec()), runs_dir=str(root), pdf=str(tmp_path / "f.pdf"),
-                              csv=str(tmp_path / "f.csv"), summary=str(tmp_path / "f_final.csv"))
+                              csv=str(tmp_path / "f.csv"), summary=str(tmp_path / "f_final.csv"),
+                              scale_note=None)
     assert figure.run(args) == 0
     return pd.read_csv(tmp_path / "f.csv"), pd.read_csv(tmp_path / "f_final.csv"), saved[0]
 
@@ -100,19 +104,19 @@ def test_figure_marks_divergence_and_caps_and_draws_no_invented_value(runs, tmp_
 
     valid, bleu = fig.axes[0], fig.axes[1]
     lines = {line.get_label(): line for line in valid.get_lines() if not line.get_label().startswith("_")}
-    legend = [t.get_text() for t in valid.get_legend().get_texts()]
+    legend = [t.get_text().replace("\n", " ") for t in valid.get_legend().get_texts()]  # as one line each
     assert legend == list(lines)
     short, blow, late = legend
-    assert short == "short run [CAPPED]"
-    assert blow == f"blowup run: {never}" and len(lines[blow].get_xdata()) == 0  # named, not drawn
+    assert short == f"short run: {TRAINED} [CAPPED]"
+    assert blow == f"blowup run: {TRAINED}: {never}" and len(lines[blow].get_xdata()) == 0  # named, not drawn
     late_update = int(metrics(runs, "late").updates.iloc[1])
-    assert late == f"late run: diverged at update {late_update}"
+    assert late == f"late run: {TRAINED}: diverged at update {late_update}"
     first_loss = metrics(runs, "late").valid_loss.iloc[0]
     markers = [(list(m.get_xdata()), list(m.get_ydata())) for m in valid.get_lines() if m.get_marker() == "x"
                and len(m.get_xdata())]
     assert markers == [([2], [first_loss])]  # at its last value, where it diverged
     assert not any(0.0 in list(line.get_ydata()) for line in valid.get_lines())
-    blow_bleu = [line for line in bleu.get_lines() if line.get_label() == f"blowup run: {never}"]
+    blow_bleu = [line for line in bleu.get_lines() if line.get_label() == f"blowup run: {TRAINED}: {never}"]
     assert len(blow_bleu) == 1 and len(blow_bleu[0].get_xdata()) == 0
 
 
@@ -164,7 +168,7 @@ def test_liu_lr_grid_carries_the_cap_and_the_averaging(trained, tmp_path, monkey
     table = lr_grid.grid_table(spec, trained)
     assert list(table.capped) == [1, 0] and list(table.averaged) == [2, 0]
     saved = []
-    monkeypatch.setattr(lr_grid, "save_figure", lambda fig, title, pdf: saved.append((fig, title)))
+    monkeypatch.setattr(lr_grid, "save_figure", lambda fig, title, pdf, **_: saved.append((fig, title)))
     lr_grid.draw(table, "grid", tmp_path / "grid.pdf")
     fig, title = saved[0]
     assert "CAPPED (training_cap)" in title

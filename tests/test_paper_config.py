@@ -405,7 +405,7 @@ def test_every_figure_and_table_is_written(paper_build):
     workdir = paper_build[0]
     figures = ["fig2", "fig3", "fig4", "figS1", "fig5", "theory", "liu_fig1", "liu_fig2", "liu_fig3", "liu_fig5",
                "liu_fig7", "liu_fig8", "liu_fig9", "liu_fig10", "liu_fig11"]
-    files = [f"results/figures/{f}.{ext}" for f in figures for ext in ("pdf", "csv")]
+    files = [f"results/figures/{f}.{ext}" for f in figures for ext in ("pdf", "png", "csv")]  # the PNG: the report's
     files += [f"results/tables/admin_table{n}.{ext}" for n in (1, 2) for ext in ("md", "csv")]
     for name in files + ["results/figures/theory_checks.csv", "results/figures/fig3_summary.csv"]:
         assert (workdir / name).stat().st_size > 0, name

@@ -1,25 +1,44 @@
 """`snakemake --report` after a partial build (README "Fig 3, the theory checks, the claims table
 and the report"): without targets it reports on rule all and stops at the first figure not built;
-naming the built targets reports on those. One cheap figure (the theory checks, ~10-30 s)."""
+naming the built targets reports on those, and a browser shows the figure's preview (its PNG: a PDF
+there is blank). One cheap figure (the theory checks, ~10-30 s)."""
 import subprocess
 import sys
 
+import pytest
+
+import browser
 from workflow_helpers import snakemake, workflow_copy
 
 ON_DISK = "$(ls results/figures/*.pdf results/tables/*.csv results/claims.csv 2>/dev/null)"  # the README's
 
 
-def test_report_on_a_partial_build_names_its_targets(tmp_path):
-    workdir = workflow_copy(tmp_path)
+@pytest.fixture(scope="module")
+def theory_report(tmp_path_factory):
+    """A build of the theory figure alone, and its report."""
+    workdir = workflow_copy(tmp_path_factory.mktemp("partial"))
     snakemake(workdir, "results/figures/theory.pdf", "--cores", "2")
     everything = snakemake(workdir, "--report", "report.html", check=False)
     assert everything.returncode != 0 and not (workdir / "report.html").exists()
     assert "marked for report but does not exist" in everything.stdout + everything.stderr
     snakemake(workdir, "results/figures/theory.pdf", "--report", "report.html")
+    return workdir
+
+
+def test_report_on_a_partial_build_names_its_targets(theory_report):
+    workdir = theory_report
     html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
-    assert "theory.pdf" in html and "theory_checks.csv" in html
-    assert "fig2.pdf" not in html  # what was not built is not in it
+    assert "theory.png" in html and "theory_checks.csv" in html
+    assert "fig2.png" not in html  # what was not built is not in it
     # the README's form: every figure, table and claims table on disk
     subprocess.run(f"{sys.executable} -m snakemake {ON_DISK} --report on_disk.html", shell=True, cwd=workdir,
                    check=True, capture_output=True)
     assert "theory_checks.csv" in (workdir / "on_disk.html").read_text(encoding="utf-8", errors="replace")
+
+
+def test_the_reports_figure_preview_shows_in_headless_chromium(theory_report, tmp_path):
+    previews = browser.report_previews(theory_report / "report.html", tmp_path)
+    shown = previews["results/figures/theory.png"]
+    assert shown["mime"] == "image/png" and shown["width"] > 400 and shown["shown_width"] > 0, shown
+    assert shown["drawn"] > 0.01, shown  # drawn, not blank
+    assert set(previews) == {"results/figures/theory.png"}  # the tables are downloaded, not previewed

@@ -192,6 +192,8 @@ def test_the_report_flags_a_claims_input_other_code_made(tmp_path):
     snakemake(workdir, "--configfile", "theory_only.yaml", "--cores", "2")
     checks = workdir / "results" / "figures" / "theory_checks.csv"
     assert provenance.read(checks)["command"] == "theory"
+    png = workdir / "results" / "figures" / "theory.png"  # the report shows the PNG: it has its own record
+    assert provenance.read(png)["command"] == "theory" and provenance.read(png)["result_sha256"] == provenance.file_digest(png)
     provenance.write_sidecars([checks], {**provenance.read(checks), "commit": OTHER_COMMIT})  # as older code left it
     snakemake(workdir, "--configfile", "theory_only.yaml", "--cores", "2", "--forcerun", "check_claims")
     assert "- `results/figures/theory_checks.csv`: other commit 0123456789" in (workdir / "results" / "claims.md").read_text()

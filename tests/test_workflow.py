@@ -1,7 +1,8 @@
 """The Snakemake workflow: config validation, lint, and the whole demo DAG end to end.
 
-The end-to-end test runs the demo exactly as the README's quick start does (in a scratch copy
-of the workflow) and asserts the papers' effects on the pipeline's own numbers.
+The end-to-end test runs the demo exactly as the README's quick start does (its arguments, read from
+the README, in a scratch copy of the workflow) and asserts the papers' effects on the pipeline's own
+numbers, and what a reader gets: each figure's fonts and PNG, the report's previews in a browser.
 """
 import ast
 import itertools
@@ -17,9 +18,10 @@ import torch
 import yaml
 
 import browser
+from figure_checks import fonts_are_truetype, png_is_drawn
 from lnrepro.analyses import verdicts
 from lnrepro.core.provenance import DIRTY_TEXT
-from workflow_helpers import ROOT, foreign_demo, snakemake, workflow_copy
+from workflow_helpers import ROOT, foreign_demo, quick_start_demo_args, snakemake, workflow_copy
 
 
 def demo_config():
@@ -275,7 +277,7 @@ def demo(tmp_path_factory):
     if refusal:  # built by other code: its outputs say nothing about this commit's
         pytest.fail(refusal, pytrace=False)
     workdir = Path(given) if given else workflow_copy(tmp_path_factory.mktemp("demo"))
-    proc = snakemake(workdir, "--cores", "2")
+    proc = snakemake(workdir, *quick_start_demo_args())  # the README's `.venv/bin/snakemake --cores 2`
     if not given:  # what a person running the demo sees (a reused demo keeps its build's)
         (workdir / "terminal.log").write_text(proc.stdout + proc.stderr)
     return workdir
@@ -314,6 +316,9 @@ def test_demo_terminal_follows_every_training_without_flooding(demo):
         assert shown in summary, (shown, summary)
 
 
+# every figure of the demo besides figures: (the plot_figure ones)
+OTHER_FIGURES = {"fig3", "theory", "fig5", "liu_fig2", "liu_fig3", "liu_fig5", "liu_fig7", "liu_fig8", "liu_fig10",
+                 "liu_fig11"}
 UNDECODED = {"liu_wmt_pre_6L_sgd"}  # Figs 3/11's SGD run: read for its checkpoints only, nothing decodes it
 
 
@@ -335,6 +340,16 @@ def test_demo_builds_every_figure_with_its_table(demo):
         assert list(bleu.epoch) == list(metrics.epoch[metrics.diverged == 0])
         assert bleu.signature.str.contains("tok:none").all()
         assert (demo / "logs" / "train" / f"{run}.log").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_demo_figures_embed_truetype_fonts_and_have_their_png(demo):
+    """Every figure PDF of the demo embeds TrueType fonts, never Type 3, and has the PNG the report shows."""
+    pdfs = sorted((demo / "results" / "figures").glob("*.pdf"))
+    assert {pdf.stem for pdf in pdfs} == set(demo_config()["figures"]) | OTHER_FIGURES
+    for pdf in pdfs:
+        assert fonts_are_truetype(pdf.read_bytes()), pdf.name
+        assert png_is_drawn(pdf.with_suffix(".png")), pdf.name
 
 
 @pytest.mark.slow
@@ -530,8 +545,8 @@ def test_a_claim_whose_runs_are_not_configured_is_a_row_that_says_so(demo):
 def test_demo_report_holds_every_figure_its_caption_and_the_claims(demo):
     snakemake(demo, "--report", "report.html", "--cores", "1")
     html = (demo / "report.html").read_text(encoding="utf-8", errors="replace")
-    for name in ("fig2.pdf", "fig3.pdf", "fig4.pdf", "figS1.pdf", "theory.pdf", "claims.csv", "fig3.csv",
-                 "liu_fig1.pdf", "liu_fig9.pdf", "liu_fig3.pdf", "liu_fig11.pdf"):
+    for name in ("fig2.png", "fig3.png", "fig4.png", "figS1.png", "theory.png", "claims.csv", "fig3.csv",
+                 "liu_fig1.png", "liu_fig9.png", "liu_fig3.png", "liu_fig11.png"):
         assert name in html, name
     for text in ("The paper reports", "We got", "warmup_essential_adam_1e-3", "theorem1_pre",
                  "norm relative to the largest of its kind", "liu_fig11_sgd_updates_unbalanced"):
@@ -567,6 +582,20 @@ def test_demo_report_renders_in_headless_chromium(demo, tmp_path):
     pixels = mpimg.imread(png)
     assert pixels.shape[:2] == (1000, 1400)
     assert pixels.reshape(-1, pixels.shape[-1]).std(axis=0).max() > 0.05  # not a blank page
+
+
+@pytest.mark.slow
+def test_demo_report_previews_every_figure_in_headless_chromium(demo, tmp_path):
+    """Each figure's eye button in the report shows its PNG, decoded and drawn: not a blank PDF frame."""
+    report = demo / "report.html"
+    if not report.exists():
+        snakemake(demo, "--report", "report.html", "--cores", "1")
+    previews = browser.report_previews(report, tmp_path)
+    figures = {f"results/figures/{fig}.png" for fig in set(demo_config()["figures"]) | OTHER_FIGURES}
+    assert figures <= set(previews), sorted(figures - set(previews))
+    for path, shown in previews.items():
+        assert shown["mime"] == "image/png" and shown["width"] > 400 and shown["shown_width"] > 0, (path, shown)
+        assert shown["drawn"] > 0.01, (path, shown)  # not a blank image
 
 # ---- Liu et al. 2020 (Admin): Tables 1-2, Figs 2 and 5 (issue 7) --------------------------------
 @pytest.mark.slow

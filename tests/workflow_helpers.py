@@ -1,4 +1,7 @@
-"""Running the real workflow from a test: a scratch copy of it and a Snakemake call that fails loudly."""
+"""Running the real workflow from a test: a scratch copy of it, a Snakemake call that fails loudly, and
+the README's quick start commands as written."""
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -42,3 +45,18 @@ def foreign_demo(workdir, commit=None, any_commit=False):
                       f"commit {provenance.short(commit)}:", *shown, *more,
                       "Build the demo with this commit (leave LNREPRO_DEMO_DIR unset), or set "
                       "LNREPRO_DEMO_ANY_COMMIT=1 to check it anyway."])
+
+
+def quick_start_commands():
+    """The two commands of README.md's quick start code block, as written (comments dropped)."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"^## Quick start.*?^```bash\n(.*?)^```", readme, re.S | re.M).group(1)
+    return [re.sub(r"\s+#.*$", "", line).strip() for line in block.splitlines() if line.strip()]
+
+
+def quick_start_demo_args():
+    """The arguments the quick start gives Snakemake after setting up (`.venv/bin/snakemake ARGS`)."""
+    setup, run = quick_start_commands()[0].split(" && ")
+    argv = shlex.split(run)
+    assert setup == "bash workflow/scripts/setup.sh" and argv[0] == ".venv/bin/snakemake", run
+    return argv[1:]

@@ -39,6 +39,13 @@ def json_object(*required):
     return parse
 
 
+def add_scale_note_argument(p):
+    """Every figure command's --scale-note: the config's `scale_note` (the demo's), drawn under the title."""
+    p.add_argument("--scale-note", default=None,
+                   help="a line under the title saying the figure is drawn from a config that scales the papers "
+                        "(the demo's scale_note); none if left out")
+
+
 def usage_error(command, message):
     """argparse's one line and exit status, for what only run() can check."""
     print(f"lnrepro {command}: error: {message}", file=sys.stderr)

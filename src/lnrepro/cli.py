@@ -7,6 +7,7 @@ import argparse
 import importlib
 import string
 import sys
+from pathlib import Path
 
 # subcommand -> (module, help)
 COMMANDS = {
@@ -139,8 +140,9 @@ def result_files(templates, args):
     """The templates filled from args (a callable: its path of args); one naming an option left out
     (None) names no file."""
     fields = vars(args)
-    return [str(t(args)) if callable(t) else t.format(**fields) for t in templates
-            if all(fields.get(name) is not None for name in template_fields(t))]
+    files = [str(t(args)) if callable(t) else t.format(**fields) for t in templates
+             if all(fields.get(name) is not None for name in template_fields(t))]
+    return files + [str(Path(f).with_suffix(".png")) for f in files if f.endswith(".pdf")]  # save_figure's PNG beside
 
 
 def record_provenance(args, argv):

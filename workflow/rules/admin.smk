@@ -292,11 +292,13 @@ rule gradient_vanishing:
     input:
         unpack(vanishing_data),
     output:
-        pdf=report("results/figures/liu_fig5.pdf", caption="../report/admin.rst", category="Admin"),
+        pdf="results/figures/liu_fig5.pdf",
+        png=report("results/figures/liu_fig5.png", caption="../report/admin.rst", category="Admin"),
         csv=report("results/figures/liu_fig5.csv", caption="../report/admin.rst", category="Admin"),
         summary="results/figures/liu_fig5_vanishing.csv",
     params:
         flags=vanishing_flags,
+        scale_note=scale_note_flag(),
     threads: threads("train")
     conda:
         "../../envs/lnrepro.yaml"
@@ -306,18 +308,20 @@ rule gradient_vanishing:
         "benchmarks/admin/liu_fig5.tsv"
     shell:
         "lnrepro gradient-vanishing {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
-        " --summary {output.summary} > {log} 2>&1"
+        " --summary {output.summary} {params.scale_note} > {log} 2>&1"
 
 
 rule output_change:
     input:
         unpack(output_change_data),
     output:
-        pdf=report("results/figures/liu_fig2.pdf", caption="../report/admin.rst", category="Admin"),
+        pdf="results/figures/liu_fig2.pdf",
+        png=report("results/figures/liu_fig2.png", caption="../report/admin.rst", category="Admin"),
         csv=report("results/figures/liu_fig2.csv", caption="../report/admin.rst", category="Admin"),
         fits="results/figures/liu_fig2_fits.csv",
     params:
         flags=output_change_flags,
+        scale_note=scale_note_flag(),
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models are profiled in the job: a new method reruns it
     threads: threads("train")
     conda:
@@ -328,7 +332,7 @@ rule output_change:
         "benchmarks/admin/liu_fig2.tsv"
     shell:
         "lnrepro output-change {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
-        " --fits {output.fits} > {log} 2>&1"
+        " --fits {output.fits} {params.scale_note} > {log} 2>&1"
 
 
 rule admin_table1:
@@ -369,16 +373,19 @@ rule lr_grid:
     input:
         unpack(lr_grid_inputs),
     output:
-        pdf=report("results/figures/liu_fig10.pdf", caption="../report/admin.rst", category="Admin"),
+        pdf="results/figures/liu_fig10.pdf",
+        png=report("results/figures/liu_fig10.png", caption="../report/admin.rst", category="Admin"),
         csv=report("results/figures/liu_fig10.csv", caption="../report/admin.rst", category="Admin"),
     params:
         spec=lr_grid_spec,
+        scale_note=scale_note_flag(),
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/admin/liu_fig10.log",
     shell:
-        "lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv} > {log} 2>&1"
+        "lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv}"
+        " {params.scale_note} > {log} 2>&1"
 
 
 # Figs 7-8: beta_{i,j} of the named runs at initialization and at their last checkpoint.
@@ -386,12 +393,14 @@ rule layer_dependency:
     input:
         unpack(dependency_inputs),
     output:
-        pdf=report("results/figures/liu_{ldfig}.pdf", caption="../report/admin.rst", category="Admin"),
+        pdf="results/figures/liu_{ldfig}.pdf",
+        png=report("results/figures/liu_{ldfig}.png", caption="../report/admin.rst", category="Admin"),
         csv=report("results/figures/liu_{ldfig}.csv", caption="../report/admin.rst", category="Admin"),
     wildcard_constraints:
         ldfig="fig7|fig8",
     params:
         spec=dependency_spec,
+        scale_note=scale_note_flag(),
         data_dir=dependency_data_dir,
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models at init are profiled in the job
     threads: threads("train")
@@ -403,7 +412,7 @@ rule layer_dependency:
         "benchmarks/admin/liu_{ldfig}.tsv"
     shell:
         "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
-        " --threads {threads} --pdf {output.pdf} --csv {output.csv} > {log} 2>&1"
+        " --threads {threads} --pdf {output.pdf} --csv {output.csv} {params.scale_note} > {log} 2>&1"
 
 
 # Figs 3 and 11: per epoch pair of each run, every matrix's gradient and update norm (seconds).
@@ -411,13 +420,15 @@ rule update_norms:
     input:
         unpack(update_norms_inputs),
     output:
-        pdf=report("results/figures/liu_{unfig}.pdf", caption="../report/update_norms.rst", category="Admin"),
+        pdf="results/figures/liu_{unfig}.pdf",
+        png=report("results/figures/liu_{unfig}.png", caption="../report/update_norms.rst", category="Admin"),
         csv=report("results/figures/liu_{unfig}.csv", caption="../report/admin.rst", category="Admin"),
         summary="results/figures/liu_{unfig}_summary.csv",
     wildcard_constraints:
         unfig="fig3|fig11",
     params:
         spec=update_norms_spec,
+        scale_note=scale_note_flag(),
         data_dir=update_norms_data_dir,
     threads: threads("train")
     conda:
@@ -428,4 +439,5 @@ rule update_norms:
         "benchmarks/admin/liu_{unfig}.tsv"
     shell:
         "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
-        " --threads {threads} --pdf {output.pdf} --csv {output.csv} --summary {output.summary} > {log} 2>&1"
+        " --threads {threads} --pdf {output.pdf} --csv {output.csv} --summary {output.summary} {params.scale_note}"
+        " > {log} 2>&1"

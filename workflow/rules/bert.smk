@@ -182,13 +182,15 @@ rule plot_fig5:
     input:
         unpack(fig5_inputs),
     output:
-        pdf=report("results/figures/fig5.pdf", caption="../report/fig5.rst", category="Figures"),
+        pdf="results/figures/fig5.pdf",
+        png=report("results/figures/fig5.png", caption="../report/fig5.rst", category="Figures"),
         csv=report("results/figures/fig5.csv", caption="../report/fig5.rst", category="Tables"),
     params:
         spec=fig5_spec,
+        scale_note=scale_note_flag(),
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/figures/fig5.log",
     shell:
-        "lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf} --csv {output.csv} > {log} 2>&1"
+        "lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf} --csv {output.csv} {params.scale_note} > {log} 2>&1"

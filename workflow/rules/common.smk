@@ -454,6 +454,13 @@ def requested_targets():
     return args.targets or []
 
 
+def scale_note_flag():
+    """Every figure command's --scale-note: the config's `scale_note` (the demo's: its runs scale the
+    papers' lrs and warm-ups), drawn under the figure's title; nothing where the config has none."""
+    note = config.get("scale_note")
+    return f"--scale-note {shlex.quote(note)}" if note else ""
+
+
 def check_targets(all_targets):
     """A file under results/ no rule makes with this config (results/figures/fig99.pdf, a figure of
     another config): Snakemake's "No rule to produce" names no figure that exists; this names them."""

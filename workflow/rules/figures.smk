@@ -1,4 +1,5 @@
-# Every figure is a target: a PDF plus the CSV of every number it plots.
+# Every figure is a target: a PDF, the PNG beside it (the HTML report shows it: a browser previews no
+# PDF there), plus the CSV of every number it plots.
 
 
 def figure_targets():
@@ -31,15 +32,17 @@ rule plot_figure:
     input:
         unpack(figure_inputs),
     output:
-        pdf=report("results/figures/{fig}.pdf", caption="../report/figure.rst", category="Figures"),
+        pdf="results/figures/{fig}.pdf",
+        png=report("results/figures/{fig}.png", caption="../report/figure.rst", category="Figures"),
         csv=report("results/figures/{fig}.csv", caption="../report/table.rst", category="Tables"),
         summary="results/figures/{fig}_final.csv",
     params:
         spec=figure_spec,
+        scale_note=scale_note_flag(),
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/figures/{fig}.log",
     shell:
         "lnrepro figure --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv}"
-        " --summary {output.summary} > {log} 2>&1"
+        " --summary {output.summary} {params.scale_note} > {log} 2>&1"

@@ -136,15 +136,17 @@ rule plot_gradient_norms:
     input:
         unpack(gradient_figure_inputs),
     output:
-        pdf=report("results/figures/fig3.pdf", caption="../report/fig3.rst", category="Figures"),
+        pdf="results/figures/fig3.pdf",
+        png=report("results/figures/fig3.png", caption="../report/fig3.rst", category="Figures"),
         csv=report("results/figures/fig3.csv", caption="../report/table.rst", category="Tables"),
         summary="results/figures/fig3_summary.csv",
     params:
         spec=gradient_figure_spec,
+        scale_note=scale_note_flag(),
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/figures/fig3.log",
     shell:
         "lnrepro plot-gradients --spec {params.spec:q} --grads {input.grads} --concentration {input.concentration}"
-        " --pdf {output.pdf} --csv {output.csv} --summary {output.summary} > {log} 2>&1"
+        " --pdf {output.pdf} --csv {output.csv} --summary {output.summary} {params.scale_note} > {log} 2>&1"

@@ -20,11 +20,13 @@ def theory_flags(wildcards):
 
 rule check_theory:
     output:
-        pdf=report("results/figures/theory.pdf", caption="../report/theory.rst", category="Figures"),
+        pdf="results/figures/theory.pdf",
+        png=report("results/figures/theory.png", caption="../report/theory.rst", category="Figures"),
         csv=report("results/figures/theory.csv", caption="../report/table.rst", category="Tables"),
         checks=report("results/figures/theory_checks.csv", caption="../report/table.rst", category="Tables"),
     params:
         flags=theory_flags,
+        scale_note=scale_note_flag(),
     threads: threads("train")
     conda:
         "../../envs/lnrepro.yaml"
@@ -34,4 +36,4 @@ rule check_theory:
         "benchmarks/theory/check_theory.tsv"
     shell:
         "lnrepro theory {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
-        " --checks {output.checks} > {log} 2>&1"
+        " --checks {output.checks} {params.scale_note} > {log} 2>&1"

@@ -25,9 +25,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ..args import json_object  # noqa: E402
+from ..args import add_scale_note_argument, json_object  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
-from .plotting import NORM_LABELS, legend, save_figure  # noqa: E402
+from .plotting import NORM_LABELS, legend, lr_text, save_figure, with_description  # noqa: E402
 
 METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
                  "grad_norm": "gradient norm", "lr": "learning rate", "valid_ppl": "validation perplexity"}
@@ -41,16 +41,20 @@ def add_arguments(p):
     p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--summary", default=None,
                    help="CSV of each run's final and best value per metric (report caption); none if left out")
+    add_scale_note_argument(p)
 
 
 def run_label(s):
-    """'Post-LN, Adam, lr 5e-4, warm-up 4000' from a run's settings."""
-    if s.get("description"):
-        return s["description"]
+    """'Post-LN, Adam, lr 5e-4, warm-up 4000' from a run's settings (after its `description`, if any)."""
+    return with_description(s.get("description"), settings_label(s))
+
+
+def settings_label(s):
+    """What the run trained, in the words of the papers' legends."""
     enc, dec = s.get("enc_norm", "post"), s.get("dec_norm", "post")
     norm = NORM_LABELS[enc] if enc == dec else f"{NORM_LABELS[enc]} enc / {NORM_LABELS[dec]} dec"
     opt = {"adam": "Adam", "sgd": "SGD", "radam": "RAdam"}[s.get("optimizer", "adam")]
-    parts = [norm, opt, f"lr {s.get('lr', 0):.0e}".replace("e-0", "e-")]
+    parts = [norm, opt, f"lr {lr_text(s.get('lr', 0))}"]
     warmup = s.get("warmup", 0)
     parts.append(f"warm-up {warmup}" if warmup > 1 else "no warm-up")
     sched = s.get("schedule", "inverse_sqrt")
@@ -158,7 +162,7 @@ def legend_label(curve):
     return label + (" [CAPPED]" if curve.capped.any() else "")
 
 
-def draw(spec, table, pdf):
+def draw(spec, table, pdf, mark=None):
     panels = spec["panels"]
     ncols = min(2, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -186,7 +190,7 @@ def draw(spec, table, pdf):
     for j in range(len(panels), nrows * ncols):
         axes[j // ncols][j % ncols].axis("off")
     capped = "\nCAPPED (training_cap): a smoke test, not a result" if table.capped.any() else ""
-    save_figure(fig, spec["title"] + capped, pdf)
+    save_figure(fig, spec["title"] + capped, pdf, mark=mark)
 
 
 def run(args):
@@ -196,5 +200,5 @@ def run(args):
     table.to_csv(args.csv, index=False)
     if args.summary:
         final_values(table).to_csv(args.summary, index=False)
-    draw(spec, table, args.pdf)
+    draw(spec, table, args.pdf, mark=args.scale_note)
     return 0

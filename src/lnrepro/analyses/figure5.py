@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..args import json_object  # noqa: E402
+from ..args import add_scale_note_argument, json_object  # noqa: E402
 from ..training.finetune import seeds_note  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
-from .plotting import NORM_LABELS, legend, save_figure  # noqa: E402
+from .plotting import NORM_LABELS, legend, lr_text, save_figure, with_description  # noqa: E402
 
 
 def add_arguments(p):
@@ -30,15 +30,15 @@ def add_arguments(p):
     p.add_argument("--results", default="results", help="holds pretrain/{run}/metrics.csv and finetune/{run}/{task}/")
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
+    add_scale_note_argument(p)
 
 
 def run_label(s):
-    """'Pre-LN, lr 3e-4, no warm-up' from a BERT run's settings."""
-    if s.get("description"):
-        return s["description"]
+    """'Pre-LN, lr 3e-4, no warm-up' from a BERT run's settings (after its `description`, if any)."""
     warmup = s.get("warmup", 0)
-    return (f"{NORM_LABELS[s.get('norm', 'post')]}, lr {s.get('lr', 0):.0e}".replace("e-0", "e-") +
-            (f", warm-up {warmup}" if warmup > 1 else ", no warm-up"))
+    trained = (f"{NORM_LABELS[s.get('norm', 'post')]}, lr {lr_text(s.get('lr', 0))}" +
+               (f", warm-up {warmup}" if warmup > 1 else ", no warm-up"))
+    return with_description(s.get("description"), trained)
 
 
 def long_table(spec, results):
@@ -84,7 +84,7 @@ def legend_label(curve, divergence):
     return label + (" [CAPPED]" if curve.capped.any() else "")
 
 
-def draw(spec, table, pdf):
+def draw(spec, table, pdf, mark=None):
     panels = ["valid_loss"] + list(spec["tasks"])
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False)
     for i, panel in enumerate(panels):
@@ -113,7 +113,7 @@ def draw(spec, table, pdf):
         ax.grid(alpha=0.3)
         legend(ax)
     capped = "\nCAPPED (training_cap): a smoke test, not a result" if table.capped.any() else ""
-    save_figure(fig, spec["title"] + capped, pdf)
+    save_figure(fig, spec["title"] + capped, pdf, mark=mark)
 
 
 def run(args):
@@ -121,5 +121,5 @@ def run(args):
     table = long_table(spec, Path(args.results))
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
-    draw(spec, table, args.pdf)
+    draw(spec, table, args.pdf, mark=args.scale_note)
     return 0

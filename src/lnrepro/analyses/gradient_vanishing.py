@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 
 from ..core.batching import collate  # noqa: E402
 from ..core.model import ModelConfig  # noqa: E402
+from ..args import add_scale_note_argument  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 from .probing import (add_init_probe_arguments, decoder_bottom_over_top, init_model,  # noqa: E402
                       load_init_probe, output_gradient_norms, pick_batches,
@@ -61,7 +62,7 @@ def summarize(table, threshold):
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-def draw(table, title, pdf):
+def draw(table, title, pdf, mark=None):
     """Encoder and decoder panels; Post-LN and Pre-LN (the same-norm combinations) as in the paper."""
     mean = table.groupby(["combination", "enc_norm", "dec_norm", "side", "layer", "kind", "index"],
                          as_index=False, sort=False).relative.mean()
@@ -80,7 +81,7 @@ def draw(table, title, pdf):
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    save_figure(fig, title, pdf)
+    save_figure(fig, title, pdf, mark=mark)
 
 
 def add_arguments(p):
@@ -95,6 +96,7 @@ def add_arguments(p):
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--summary", required=True, help="per combination: the ratio and the vanishing verdict")
+    add_scale_note_argument(p)
 
 
 def run(args):
@@ -107,6 +109,6 @@ def run(args):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
     summary.to_csv(args.summary, index=False)
-    draw(table, args.title, args.pdf)
+    draw(table, args.title, args.pdf, mark=args.scale_note)
     print(json.dumps(summary.to_dict("records"), indent=1))
     return 0

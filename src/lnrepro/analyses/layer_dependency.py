@@ -120,7 +120,7 @@ def measure(spec, runs_dir, data, vocab_size):
     return pd.DataFrame(rows)
 
 
-def draw(table, title, pdf):
+def draw(table, title, pdf, mark=None):
     """One row of heatmaps per run and state, encoder and decoder side by side."""
     panels = list(table.groupby(["run", "state"], sort=False))
     fig, axes = plt.subplots(len(panels), 2, figsize=(8, 3 * len(panels)), squeeze=False, layout="constrained")
@@ -135,7 +135,7 @@ def draw(table, title, pdf):
             ax.set_xlabel("branch j (0: embeddings)")
             ax.set_ylabel("sublayer output i")
         fig.colorbar(im, ax=row.tolist(), shrink=0.8, label="beta")
-    save_figure(fig, title, pdf, tight=False)  # laid out by constrained layout already
+    save_figure(fig, title, pdf, tight=False, mark=mark)  # laid out by constrained layout already
 
 
 def add_arguments(p):

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..args import json_object  # noqa: E402
+from ..args import add_scale_note_argument, json_object  # noqa: E402
 from .outcomes import outcome  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
@@ -35,7 +35,7 @@ def grid_table(spec, runs_dir):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def draw(table, title, pdf):
+def draw(table, title, pdf, mark=None):
     norms = list(dict.fromkeys(table.norm))
     ok = table[table.status == "converged"].bleu
     vmin, vmax = (ok.min(), ok.max()) if len(ok) else (0, 1)
@@ -64,7 +64,7 @@ def draw(table, title, pdf):
         ax.set_ylabel("learning rate")
     if table.capped.any():
         title += "\nCAPPED (training_cap): a smoke test, not a result"
-    save_figure(fig, title, pdf)
+    save_figure(fig, title, pdf, mark=mark)
 
 
 def add_arguments(p):
@@ -73,6 +73,7 @@ def add_arguments(p):
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu.csv")
     p.add_argument("--pdf", required=True, help="the heatmap")
     p.add_argument("--csv", required=True, help="one row per grid cell: status, BLEU, valid loss")
+    add_scale_note_argument(p)
 
 
 def run(args):
@@ -81,6 +82,6 @@ def run(args):
     for path in (args.csv, args.pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
-    draw(table, spec["lr_grid"]["title"], args.pdf)
+    draw(table, spec["lr_grid"]["title"], args.pdf, mark=args.scale_note)
     print(table.to_string(index=False))
     return 0

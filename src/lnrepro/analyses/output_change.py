@@ -24,6 +24,7 @@ import torch  # noqa: E402
 from ..core.batching import collate  # noqa: E402
 from ..core.data import PAD  # noqa: E402
 from ..core.model import NORMS, ModelConfig, label_smoothed_loss  # noqa: E402
+from ..args import add_scale_note_argument  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 from .probing import add_init_probe_arguments, init_model, load_init_probe, pick_batches  # noqa: E402
 
@@ -107,7 +108,7 @@ def fit_growth(table):
     return pd.DataFrame(rows, columns=FIT_COLUMNS)
 
 
-def draw(table, fits, title, pdf):
+def draw(table, fits, title, pdf, mark=None):
     """One panel per perturbation kind; the fitted line each norm is expected to follow."""
     expected = {"post": "linear", "pre": "log", "admin": "log"}
     mean = table.groupby(["norm", "kind", "layers"], as_index=False, sort=False).output_change.mean()
@@ -125,7 +126,7 @@ def draw(table, fits, title, pdf):
         ax.set_ylabel("|F(x,W) - F(x,W*)|^2 (mean)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    save_figure(fig, title, pdf)
+    save_figure(fig, title, pdf, mark=mark)
 
 
 def add_arguments(p):
@@ -139,6 +140,7 @@ def add_arguments(p):
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--fits", required=True, help="CSV: slope, intercept and r of each fit")
+    add_scale_note_argument(p)
 
 
 def run(args):
@@ -150,6 +152,6 @@ def run(args):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
     fits.to_csv(args.fits, index=False)
-    draw(table, fits, args.title, args.pdf)
+    draw(table, fits, args.title, args.pdf, mark=args.scale_note)
     print(json.dumps(fits.to_dict("records"), indent=1))
     return 0

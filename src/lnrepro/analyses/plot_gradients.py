@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..args import json_object  # noqa: E402
+from ..args import add_scale_note_argument, json_object  # noqa: E402
 from .plotting import save_figure  # noqa: E402
 
 SERIES = [("init", "post", "Post-LN (init)", "tab:red", "o-"),
@@ -61,7 +61,7 @@ def series_summary(table):
     return pd.DataFrame(rows)
 
 
-def draw(table, spec, pdf):
+def draw(table, spec, pdf, mark=None):
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.4))
     n = spec["panel_layers"]
     for ax, matrix, letter in ((axes[0][0], "W1", "a"), (axes[0][1], "W2", "b")):
@@ -86,7 +86,7 @@ def draw(table, spec, pdf):
     for ax in axes.flat:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    save_figure(fig, spec["title"], pdf)
+    save_figure(fig, spec["title"], pdf, mark=mark)
 
 
 def add_arguments(p):
@@ -96,6 +96,7 @@ def add_arguments(p):
     p.add_argument("--pdf", required=True, help="the figure (Fig 3)")
     p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--summary", required=True, help="CSV: each series' first and last point (report caption)")
+    add_scale_note_argument(p)
 
 
 def run(args):
@@ -106,5 +107,5 @@ def run(args):
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
     series_summary(table).to_csv(args.summary, index=False)
-    draw(table, spec, args.pdf)
+    draw(table, spec, args.pdf, mark=args.scale_note)
     return 0

@@ -1,5 +1,7 @@
-"""What the analyses' figures share: the headless backend, the fonts, the norms' names, how a figure is saved."""
+"""What the analyses' figures share: the headless backend, the fonts, the norms' names, a run's
+legend label, the demo-scale mark and how a figure is saved (a PDF and, for the HTML report, a PNG)."""
 import textwrap
+from pathlib import Path
 
 import matplotlib
 
@@ -11,6 +13,22 @@ matplotlib.rcParams["ps.fonttype"] = 42
 import matplotlib.pyplot as plt  # noqa: E402
 
 NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin", "fixup": "FixUp"}
+PNG_DPI = 150  # the report's preview: legible at a browser's width, ~200 kB
+
+
+def lr_text(lr):
+    """'1.4e-3', '1e-3', '5e-4': the learning rate as trained, every significant digit of it ('{:.0e}'
+    wrote 1.4e-3 as '1e-3' and 1.5e-3 as '2e-3', a legend that disagreed with the run)."""
+    if not lr:
+        return "0"
+    mantissa, exponent = f"{lr:.6e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def with_description(description, label):
+    """A run's `description` leads its label but never replaces it: the settings-built label says
+    what the run trained, which a hand-written text could contradict."""
+    return f"{description}: {label}" if description else label
 
 
 def fit_title(fig, title, fontsize=11):
@@ -33,10 +51,17 @@ def legend(ax, fontsize=7, width=60):
     return ax.legend(handles, [textwrap.fill(label, width) for label in labels], fontsize=fontsize)
 
 
-def save_figure(fig, title, pdf, tight=True):
-    """Every figure of the package ends the same way: its title, the PDF, the memory freed."""
-    fit_title(fig, title)
+def png_beside(pdf):
+    """The PNG the report shows for a PDF figure: a browser previews no PDF in the report."""
+    return Path(pdf).with_suffix(".png")
+
+
+def save_figure(fig, title, pdf, tight=True, mark=None):
+    """Every figure of the package ends the same way: its title (and the scale mark under it, where
+    the config scales the papers), the PDF and the PNG beside it, the memory freed."""
+    fit_title(fig, f"{title}\n{mark}" if mark else title)
     if tight:
         fig.tight_layout()
     fig.savefig(pdf)
+    fig.savefig(png_beside(pdf), dpi=PNG_DPI)
     plt.close(fig)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..args import json_object, str2bool
+from ..args import add_scale_note_argument, json_object, str2bool
 from ..core.admin import profile, set_omegas
 from ..core.batching import collate, make_batches
 from ..core.data import PAD, Dictionary, ParallelData
@@ -167,11 +167,12 @@ def add_trained_probe_arguments(p, spec_help, csv_help):
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
     p.add_argument("--pdf", required=True, help="the heatmaps")
     p.add_argument("--csv", required=True, help=csv_help)
+    add_scale_note_argument(p)
 
 
 def write_probe(table, title, args, draw):
-    """The table to --csv and draw(table, title, pdf) to --pdf, their folders made."""
+    """The table to --csv and draw(table, title, pdf, mark) to --pdf (and its PNG), their folders made."""
     for path in (args.csv, args.pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
-    draw(table, title, args.pdf)
+    draw(table, title, args.pdf, mark=args.scale_note)

@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..args import add_scale_note_argument
 from ..core.loop import pick_device
 from ..core.model import EncoderLayer, ModelConfig
 from .probing import concentration
@@ -194,7 +195,7 @@ def summarize(points, d, layers):
     return pd.DataFrame(rows)
 
 
-def draw(points, summary, title, pdf, d):
+def draw(points, summary, title, pdf, d, mark=None):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -248,7 +249,7 @@ def draw(points, summary, title, pdf, d):
     for ax in axes.flat:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    save_figure(fig, title, pdf)
+    save_figure(fig, title, pdf, mark=mark)
 
 
 def add_arguments(p):
@@ -265,6 +266,7 @@ def add_arguments(p):
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--checks", required=True, help="one row per check: measured vs expected")
+    add_scale_note_argument(p)
 
 
 def run(args):
@@ -274,6 +276,6 @@ def run(args):
                               args.positions, args.vocab_size, pick_device(args.device))
     points.to_csv(args.csv, index=False)
     summary.to_csv(args.checks, index=False)
-    draw(points, summary, args.title, args.pdf, args.d_model)
+    draw(points, summary, args.title, args.pdf, args.d_model, mark=args.scale_note)
     print(json.dumps({r.check + "." + r.quantity: round(float(r.measured), 4) for r in summary.itertuples()}, indent=1))
     return 0

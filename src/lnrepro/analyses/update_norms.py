@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 from ..core.data import ParallelData  # noqa: E402
 from ..core.translation import load_model  # noqa: E402
 from .claims import statistic  # noqa: E402
-from .plotting import save_figure  # noqa: E402
+from .plotting import NORM_LABELS, save_figure  # noqa: E402
 from .probing import (DECODER_KINDS, ENCODER_KINDS, add_trained_probe_arguments, epoch_checkpoints,  # noqa: E402
                       probe_batches, token_loss, use_threads, write_probe)
 
@@ -90,6 +90,14 @@ def epoch_pairs(checkpoints, first_epochs):
     return [p for p in pairs if first_epochs is None or p[0] in first_epochs]
 
 
+def model_label(model):
+    """'Pre-LN 2+2 layers': what the checkpoint trained, read from it (a demo run's name, such as
+    liu_wmt_pre_6L, keeps the paper's depth while the run trains the demo's)."""
+    c = model.cfg
+    norm = NORM_LABELS[c.enc_norm] if c.enc_norm == c.dec_norm else f"{NORM_LABELS[c.enc_norm]} enc / {NORM_LABELS[c.dec_norm]} dec"
+    return f"{norm} {c.enc_layers}+{c.dec_layers} layers"
+
+
 def measure(spec, runs_dir, data):
     rows = []
     for run, s in spec["runs"].items():
@@ -98,11 +106,13 @@ def measure(spec, runs_dir, data):
         if not pairs:
             raise SystemExit(f"{run}: no two consecutive epoch checkpoints")
         for epoch, before, after in pairs:
-            pair = pair_rows(load_model(before), load_model(after), batches, s["label_smoothing"])
+            trained = load_model(before)
+            pair = pair_rows(trained, load_model(after), batches, s["label_smoothing"])
             if not any(r["norm"] for r in pair if r["kind"] == "update"):
                 print(f"lnrepro update-norms: WARNING: {run}: no weight changed from epoch {epoch} to {epoch + 1}; "
                       f"its relative update norms are left empty (NaN)", file=sys.stderr)
-            rows += [{"run": run, "optimizer": s["optimizer"], "epoch": epoch, **row} for row in pair]
+            rows += [{"run": run, "model": model_label(trained), "optimizer": s["optimizer"], "epoch": epoch, **row}
+                     for row in pair]
     return pd.DataFrame(rows)
 
 
@@ -118,7 +128,7 @@ def heatmap(ax, t, title):
     return im
 
 
-def draw(table, title, pdf):
+def draw(table, title, pdf, mark=None):
     """One row per run; per epoch pair, its relative gradient and relative update side by side."""
     runs = list(table.groupby("run", sort=False))
     cols = max(t.epoch.nunique() for _, t in runs) * len(KINDS)
@@ -128,11 +138,12 @@ def draw(table, title, pdf):
         panels = list(t.groupby(["epoch", "kind"], sort=False))
         for ax, ((epoch, kind), p) in zip(row, panels):
             what = "gradient at W_i" if kind == "gradient" else "update |W_i+1 - W_i|"
-            im = heatmap(ax, p, f"{run} ({p.optimizer.iloc[0]}), i = {epoch}:\nrelative {what}")
+            trained = f"{p.model.iloc[0]}, {p.optimizer.iloc[0]}"
+            im = heatmap(ax, p, f"{run}:\n{trained}\ni = {epoch}: relative {what}")
         for ax in row[len(panels):]:
             ax.axis("off")
         fig.colorbar(im, ax=row.tolist(), shrink=0.8, label="norm / largest in the network")
-    save_figure(fig, title, pdf, tight=False)  # laid out by constrained layout already
+    save_figure(fig, title, pdf, tight=False, mark=mark)  # laid out by constrained layout already
 
 
 def summary(table):

@@ -1,0 +1,135 @@
+"""What a figure says about itself agrees with the papers and with what was trained (issue 31): each
+title names the paper's figure as the paper numbers it, each legend label states the lr and warm-up
+its run's training command gets (the demo's run names keep the papers' values while it trains scaled
+ones), and only the demo carries the scale mark. Read from dry runs of both configs: seconds."""
+import json
+import re
+import shlex
+
+import pytest
+import yaml
+
+from lnrepro.analyses import figure, figure5
+from lnrepro.analyses.plotting import lr_text
+from workflow_helpers import ROOT, snakemake, workflow_copy
+
+CONFIGS = ("demo.yaml", "config.yaml")
+
+# where each figure's title is in a config, and how the paper numbers that figure
+PAPER_FIGURES = {
+    ("figures", "fig2", "title"): "Xiong et al. Fig 2: ",
+    ("figures", "fig4", "title"): "Xiong et al. Fig 4: ",
+    ("figures", "figS1", "title"): "Xiong et al. Supplementary Fig 1 (cited as Figure 6 in its text): ",
+    ("gradient_probe", "title"): "Xiong et al. Fig 3: ",
+    ("bert", "fig5", "title"): "Xiong et al. Fig 5: ",
+    ("theory", "title"): "Xiong et al. §3.3 (no figure of the paper): ",
+    ("figures", "liu_fig1", "title"): "Liu et al. Fig 1: ",
+    ("figures", "liu_fig9", "title"): "Liu et al. Fig 9: ",
+    ("admin", "output_change", "title"): "Liu et al. Fig 2: ",
+    ("admin", "update_norms", "fig3", "title"): "Liu et al. Fig 3 (our reading): ",
+    ("admin", "gradients", "title"): "Liu et al. Fig 5: ",
+    ("admin", "layer_dependency", "fig7", "title"): "Liu et al. Fig 7: ",
+    ("admin", "layer_dependency", "fig8", "title"): "Liu et al. Fig 8: ",
+    ("admin", "lr_grid", "title"): "Liu et al. Fig 10 (demo): ",
+    ("admin", "update_norms", "fig11", "title"): "Liu et al. Fig 11 (our reading): ",
+}
+
+
+def config(name):
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+def lookup(cfg, keys):
+    for key in keys:
+        cfg = cfg[key]
+    return cfg
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_title_names_the_papers_figure_as_the_paper_numbers_it(name):
+    cfg = config(name)
+    for keys, prefix in PAPER_FIGURES.items():
+        if keys == ("admin", "lr_grid", "title") and name == "config.yaml":
+            prefix = "Liu et al. Fig 10: "  # the paper's own grid
+        assert lookup(cfg, keys).startswith(prefix), (name, keys)
+
+
+def test_only_the_demo_carries_the_scale_mark():
+    assert "DEMO SCALE" in config("demo.yaml")["scale_note"]
+    assert "scale_note" not in config("config.yaml")
+
+
+@pytest.fixture(scope="module", params=CONFIGS)
+def dry_run(request, tmp_path_factory):
+    """Each figure command of runs' legends (Xiong's figures, Liu's Figs 1 and 9, Fig 5) and each
+    training command, as the workflow resolves a config: {tool: [argv]}, {run: argv}."""
+    workdir = workflow_copy(tmp_path_factory.mktemp("labels"))
+    cfg = config(request.param)
+    targets = [f"results/figures/{fig}.pdf" for fig in cfg["figures"]] + ["results/figures/fig5.pdf"]
+    out = snakemake(workdir, *targets, "-n", "-p", "--cores", "1", "--configfile", f"config/{request.param}").stdout
+    commands = [shlex.split(line) for line in re.findall(r"^Shell command: (?:exec )?(lnrepro .*)$", out, re.M)]
+    figures = [argv for argv in commands if argv[1] in ("figure", "figure5")]
+    trained = {argv[argv.index("--out") + 1].split("/")[-1]: argv for argv in commands
+               if argv[1] in ("train", "pretrain")}
+    return request.param, figures, trained
+
+
+def flag(argv, name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def warmup_text(warmup):
+    return f"warm-up {warmup}" if warmup > 1 else "no warm-up"
+
+
+def test_every_legend_label_states_the_lr_and_warmup_its_run_trains(dry_run):
+    name, figures, trained = dry_run
+    assert len(figures) == len(config(name)["figures"]) + 1
+    for argv in figures:
+        spec = json.loads(flag(argv, "--spec"))
+        label_of = figure.run_label if argv[1] == "figure" else figure5.run_label
+        for run, settings in spec["run_settings"].items():
+            label, command = label_of(settings), trained[run]
+            assert f"lr {lr_text(float(flag(command, '--lr')))}," in label, (name, run, label)
+            assert re.search(rf"\b{warmup_text(int(flag(command, '--warmup') or 0))}\b", label), (name, run, label)
+
+
+def trained_depth_in(panel_title):
+    """The depth a panel's title says its runs train: 'N layers', or the demo's '(demo: N)'."""
+    found = re.search(r"\(demo: (\d+)\)", panel_title) or re.match(r"(\d+) layers", panel_title)
+    return int(found.group(1)) if found else None
+
+
+def test_every_panel_that_names_a_depth_draws_runs_of_that_depth(dry_run):
+    """Liu et al. Figs 1 and 9: '18 layers (demo: 8)' over runs that train 8+8 layers in the demo."""
+    name, figures, _ = dry_run
+    depths = []
+    for argv in figures:
+        spec = json.loads(flag(argv, "--spec"))
+        for panel in spec.get("panels", []):  # Fig 5's spec has none
+            depth = trained_depth_in(panel["title"])
+            for run in panel["runs"] if depth else ():
+                settings = spec["run_settings"][run]
+                assert (settings["enc_layers"], settings["dec_layers"]) == (depth, depth), (name, panel["title"], run)
+                depths.append(depth)
+    assert len(depths) == 15  # Fig 1's two panels and Fig 9's three, of three runs each: the test saw them
+
+
+def test_the_scale_mark_reaches_every_demo_figure_command_only(dry_run):
+    name, figures, _ = dry_run
+    marks = {flag(argv, "--scale-note") for argv in figures}
+    assert marks == ({config("demo.yaml")["scale_note"]} if name == "demo.yaml" else {None})
+
+
+def test_a_demo_run_named_for_the_papers_values_is_labelled_with_its_own():
+    settings = {"enc_norm": "post", "dec_norm": "post", "optimizer": "adam", "lr": 1.0e-3, "warmup": 290}
+    assert figure.run_label(settings) == "Post-LN, Adam, lr 1e-3, warm-up 290"  # adam_5e-4_warm4000 in the demo
+    assert "lr 1.4e-3" in figure.run_label({**settings, "lr": 1.4e-3})  # '{:.0e}' wrote it as 1e-3
+    assert "lr 1.5e-3" in figure.run_label({**settings, "lr": 1.5e-3})  # and this one as 2e-3
+    assert [lr_text(lr) for lr in (1.25e-3, 7e-4, 0.1)] == ["1.25e-3", "7e-4", "1e-1"]
+
+
+def test_a_description_leads_the_label_but_never_hides_what_was_trained():
+    label = figure.run_label({"description": "baseline", "lr": 5e-4, "warmup": 4000})
+    assert label.startswith("baseline: ") and "lr 5e-4, warm-up 4000" in label
+    assert figure5.run_label({"description": "BERT", "norm": "pre", "lr": 3e-4}) == "BERT: Pre-LN, lr 3e-4, no warm-up"
