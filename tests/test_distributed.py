@@ -1,4 +1,5 @@
 """DDP launched by torchrun: 2 CPU workers (gloo) train exactly like 1 process with the doubled batch."""
+import json
 import os
 import subprocess
 import sys
@@ -48,6 +49,9 @@ def test_two_workers_match_one_process_with_update_freq_2(toy_data, tmp_path, pa
     for col in ("train_loss", "valid_loss", "grad_norm", "lr"):
         pd.testing.assert_series_equal(one[col], two[col], rtol=1e-4, check_names=False)
     assert one.valid_loss.iloc[-1] < one.valid_loss.iloc[0]  # and it trained
+    # rank 0 alone records the run's provenance: no worker races another's sidecar
+    assert "provenance not recorded" not in log
+    assert json.loads((tmp_path / "two" / "metrics.csv.provenance.json").read_text())["command"] == "train"
 
 
 def test_two_workers_diverge_at_the_update_one_process_does(toy_data, tmp_path):

@@ -5,6 +5,7 @@ dispatches, importing just the chosen stage (torch is slow to import).
 """
 import argparse
 import importlib
+import os
 import string
 import sys
 from pathlib import Path
@@ -149,6 +150,8 @@ def record_provenance(args, argv):
     """The settings are the parsed arguments but where the results go: the same job writing
     elsewhere has the same digest."""
     from lnrepro.core import provenance
+    if os.environ.get("RANK", "0") != "0":  # a DDP worker (torchrun's RANK): rank 0 records the run once
+        return
     templates = RESULTS[args.command]
     outputs = set().union(*map(template_fields, templates))
     settings = {k: v for k, v in vars(args).items() if k not in outputs | {"run", "command"}}

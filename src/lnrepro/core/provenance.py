@@ -112,7 +112,7 @@ def write_sidecars(results, entry):
         if not os.path.isfile(result):
             continue
         path = sidecar_path(result)
-        tmp = path.with_name(f".{path.name}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer: none renames another's
         own = {"result": os.path.basename(result), "result_sha256": file_digest(result)}
         tmp.write_text(json.dumps({**entry, **own}, indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, path)
