@@ -12,8 +12,8 @@ What is assumed is written into the plan beside the numbers.
   run's tokens per update (max_tokens x gpus x nodes x update_freq), or max_updates where set (BERT);
   training_cap as the trainers apply it; BERT fine-tuning: every grid point, seed and fine-tuned round;
 - FLOPs: 6 x parameters x tokens trained on (forward and backward; attention's own FLOPs left out);
-- GPU-hours: FLOPs / (peak x MFU), all options (the defaults: an H100's dense bf16 peak for fp16 and bf16
-  runs, its FP32 peak for fp32 ones, 30% MFU);
+- GPU-hours: FLOPs / (peak x MFU), all options (the config's `plan:` sets them; the defaults: an H100's
+  dense bf16 peak for fp16 and bf16 runs, its FP32 peak for fp32 ones, 30% MFU);
 - checkpoints: what lnrepro.core.loop.save_round writes: one epochN.pt per round (the weights, fp32)
   and last.pt (the weights and the optimizer's moments), every one kept; after retention
   (`checkpoints: {keep: needed}`): last.pt and the rounds lnrepro.training.retain.needed_epochs keeps
@@ -262,13 +262,14 @@ def md_row(name, t):
 
 def retention_line(keep):
     """What the 'after retention' column means under the config's checkpoints.keep."""
-    what = ("last.pt and the epochs a configured step reads again (lnrepro.training.retain.needed_epochs: the "
-            "last admin.average_last, the probe's after warm-up, Figs 3/11's pairs, Figs 7-8's last, BERT's "
-            "fine-tuned rounds), the rest deleted once the run's readers (per-epoch decoding too) finish")
+    what = ("last.pt and the epochs a configured step reads again, by lnrepro.training.retain.needed_epochs: "
+            "the last admin.average_last, the probe's after warm-up, Figs 3/11's pairs, Figs 7-8's last, BERT's "
+            "fine-tuned rounds; the rest is deleted once the run's readers, per-epoch decoding too, finish, so "
+            "until then a run holds every epoch")
     if keep == "needed":
         return f"- after retention (`checkpoints: {{keep: needed}}`, this config's): {what}"
-    return (f"- after retention: what `checkpoints: {{keep: needed}}` would leave ({what}); this config keeps "
-            f"all (`keep: {keep}`), so its disk is the 'all kept' column")
+    return (f"- after retention: what `checkpoints: {{keep: needed}}` would leave: {what}. This config keeps "
+            f"all (`keep: {keep}`): its disk is the 'all kept' column")
 
 
 def markdown(p, peak_tflops, mfu, fp32_peak_tflops=H100_FP32_TFLOPS):
