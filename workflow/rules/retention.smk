@@ -4,6 +4,7 @@
 # run's checkpoints (its consumers, whose outputs the prune job waits for) and what each needs.
 # keep: all (the default) adds no job and deletes nothing.
 import functools
+import pathlib
 import types
 
 
@@ -11,16 +12,30 @@ def keep_all_checkpoints():
     return config.get("checkpoints", {}).get("keep", "all") == "all"
 
 
+def path_run(path):
+    """results/<stage>/<run>/...: the run."""
+    return pathlib.PurePosixPath(path).parts[2]
+
+
 def trained_dir(run):
     return f"results/{'pretrain' if run in bert_runs() else 'train'}/{run}"
+
+
+def claim_files():
+    """What the claims table reads (its runs' metrics and BLEU), where this config has one."""
+    return claims_inputs(None) if claims_targets() else []
+
+
+def table_sections():
+    """The admin tables and lr grid this config has: each reads its runs' metrics and BLEU."""
+    return [section for section in ("table1", "table2", "lr_grid") if section in admin_cfg()]
 
 
 def eval_files():
     """Every results/eval/ file a target of this config reads: figures' BLEU panels, claims, tables."""
     files = [f for fig in config["figures"] for f in figure_inputs(types.SimpleNamespace(fig=fig))["bleu"]]
-    files += [f for f in (claims_inputs(None) if claims_targets() else []) if f.startswith("results/eval/")]
-    files += [f for section in ("table1", "table2", "lr_grid") if section in admin_cfg()
-              for f in table_inputs(section)["bleu"]]
+    files += [f for f in claim_files() if f.startswith("results/eval/")]
+    files += [f for section in table_sections() for f in table_inputs(section)["bleu"]]
     return list(dict.fromkeys(files))
 
 
@@ -32,8 +47,8 @@ def admin_figure_runs(section):
 def trained_runs():
     """The runs whose training this config's targets ask for (their metrics.csv is read)."""
     runs = [run for fig in config["figures"] for run in figure_runs(fig)]
-    runs += [f.split("/")[2] for f in (claims_inputs(None) if claims_targets() else []) if f.endswith("/metrics.csv")]
-    runs += [run for section in ("table1", "table2", "lr_grid") if section in admin_cfg() for run in table_runs(section)]
+    runs += [path_run(f) for f in claim_files() if os.path.basename(f) == "metrics.csv"]
+    runs += [run for section in table_sections() for run in table_runs(section)]
     runs += [run for section in FIGURE_SECTIONS for runs_ in admin_figure_runs(section).values() for run in runs_]
     runs += [probe_cfg()["run"]] if config.get("gradient_probe") else []
     runs += bert_section()["fig5"]["runs"] if bert_section().get("fig5") else []
@@ -50,7 +65,7 @@ def checkpoint_readers():
     """{run: (the outputs of the steps that read its checkpoints, what they need kept)}."""
     readers = {run: ([], {}) for run in trained_runs()}
     for f in eval_files():  # results/eval/{run}/bleu.csv or bleu_avg{n}.csv
-        run = f.split("/")[2]
+        run = path_run(f)
         readers[run][0].append(f)
         if os.path.basename(f).startswith("bleu_avg"):
             readers[run][1]["average_last"] = averaged_checkpoints(run)
@@ -69,7 +84,7 @@ def checkpoint_readers():
             readers[run][1]["update_pairs"] = merged_pairs(readers[run][1].get("update_pairs", []), firsts)
     if bert_section().get("fig5") and "finetune" in bert_section():
         for f in fig5_summaries():  # results/finetune/{run}/{task}/round{r}.summary.csv
-            readers[f.split("/")[2]][0].append(f)
+            readers[path_run(f)][0].append(f)
         for run in bert_section()["fig5"]["runs"]:
             readers[run][1]["rounds"] = finetuned_rounds(run)
     return {run: (list(dict.fromkeys(files)), needs) for run, (files, needs) in readers.items()}
