@@ -106,6 +106,11 @@ def retain_needs(wildcards):
     return json.dumps(checkpoint_needs(wildcards.run), sort_keys=True)
 
 
+# deleting a run's files takes milliseconds: beside Snakemake, not a queued cluster job
+localrules:
+    retain_checkpoints,
+
+
 rule retain_checkpoints:
     input:
         unpack(retain_inputs),
