@@ -26,6 +26,8 @@ import json
 import re
 from pathlib import Path
 
+from ..args import json_object
+
 MANIFEST = "retained.json"
 EPOCH_FILE = re.compile(r"checkpoints/epoch(\d+)\.pt")
 
@@ -118,7 +120,7 @@ def deleted_note(path):
 
 def add_arguments(p):
     p.add_argument("--metrics", required=True, help="the run's metrics.csv (its checkpoint column names its files)")
-    p.add_argument("--needs", required=True, help="JSON: what the run's consumers read (the module's docstring)")
+    p.add_argument("--needs", required=True, type=json_object(), help="JSON: what the run's consumers read (the module's docstring)")
     p.add_argument("--manifest", required=True, help=f"the JSON written: kept, deleted, bytes freed ({MANIFEST})")
 
 
