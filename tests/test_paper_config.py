@@ -452,6 +452,29 @@ def test_retention_prunes_the_paper_size_checkpoints_no_step_reads_again(paper_b
 
 
 @pytest.mark.slow
+def test_the_cost_plan_matches_the_capped_builds_real_sizes(paper_build):
+    """results/plan.md of the capped build's own config against what it trained and wrote (issue 30
+    item 4): each built run's updates exactly, its checkpoint bytes (every epoch kept, as the
+    manifest's kept + deleted files) and after retention within 2%."""
+    workdir = paper_build[0]
+    snakemake(workdir, "results/plan.md", "--configfile", "paper.yaml", "--cores", "1")
+    plan = pd.read_csv(workdir / "results" / "plan.csv")
+    planned = plan[plan.scope == "run"].set_index("name")
+    compared = 0
+    for manifest_path in sorted((workdir / "results").glob("*/*/retained.json")):
+        run, metrics = manifest_path.parent.name, pd.read_csv(manifest_path.parent / "metrics.csv")
+        if metrics.get("diverged", pd.Series(dtype=float)).fillna(0).astype(bool).any():
+            continue  # a diverged run stops early: the plan counts its whole schedule
+        manifest, row = json.loads(manifest_path.read_text()), planned.loc[run]
+        assert row.updates == metrics.updates.iloc[-1], run
+        written = manifest["bytes_kept"] + manifest["bytes_freed"]
+        assert row.checkpoint_bytes == pytest.approx(written, rel=0.02), run
+        assert row.retained_bytes == pytest.approx(manifest["bytes_kept"], rel=0.02), run
+        compared += 1
+    assert compared >= 15  # the covering build's runs with a manifest (22 runs and 2 BERTs, bar the diverged)
+
+
+@pytest.mark.slow
 def test_the_claims_table_holds_every_claim_with_a_verdict(paper_build):
     """Every claim of config/claims.yaml, judged on the paper's range only (the paper config scales none);
     one whose runs the covering build dropped says so, and only those."""
