@@ -25,6 +25,7 @@ import math
 from pathlib import Path
 
 from lnrepro.args import json_object
+from lnrepro.settings import TRAIN_DEFAULTS
 
 # ---- the corpora's sizes where the config states none (sentence pairs in the training split) ----
 IWSLT14_TRAIN_PAIRS = 160_239  # fairseq's prepare-iwslt14.sh output (config.yaml: expected_counts.train)
@@ -144,7 +145,7 @@ def processes(s):
 
 
 def plan_translation(name, s, corpus, vocab, rates):
-    tokens_per_update = s.get("max_tokens", 4096) * processes(s) * s.get("update_freq", 1)
+    tokens_per_update = s.get("max_tokens", TRAIN_DEFAULTS["max_tokens"]) * processes(s) * s.get("update_freq", 1)
     pairs = train_pairs(corpus)
     rounds = min(s.get("epochs", 1), s.get("max_rounds") or math.inf)  # training_cap: the trainer's flags
     if s.get("max_updates"):
@@ -195,7 +196,8 @@ def run_row(name, kind, s, params, updates, tokens_per_update, rounds, rates):
     tokens = updates * tokens_per_update
     flops = 6 * params * tokens
     precision = s.get("precision", "fp32")
-    epoch_ckpt, last_ckpt = checkpoint_bytes(params, s.get("optimizer", "adam"), s.get("momentum", 0.0))
+    optimizer = s.get("optimizer", TRAIN_DEFAULTS["optimizer"])
+    epoch_ckpt, last_ckpt = checkpoint_bytes(params, optimizer, s.get("momentum", 0.0))
     return {"run": name, "kind": kind, "params": params, "updates": updates, "tokens": tokens, "flops": flops,
             "gpu_hours": flops / rates[precision] / 3600, "checkpoints": rounds + 1, "precision": precision,
             "checkpoint_bytes": rounds * epoch_ckpt + last_ckpt}
