@@ -141,3 +141,10 @@ def test_the_schemas_norms_and_inits_are_the_models():
 
     walk(schema)
     assert found and set(found) == {(settings.NORMS,) * 3 + (settings.INITS,)}
+
+
+def test_a_probe_of_a_run_that_leaves_a_key_unset_uses_the_trainers_value():
+    """The workflow passes only the keys a run sets (picked_flags): the probe's defaults are the rest."""
+    args = parser_of("lnrepro.analyses.probe_gradients").parse_args(
+        ["--data", "d", "--grads-out", "g", "--concentration-out", "c"])
+    assert {k: getattr(args, k) for k in settings.PROBE_KEYS} == {k: getattr(TrainConfig(), k) for k in settings.PROBE_KEYS}

@@ -36,7 +36,8 @@ LOOP_DEFAULTS = {"optimizer": "adam", "lr": 5e-4, "adam_beta2": 0.98, "schedule"
                  "decay_factor": 0.1, "max_tokens": 4096, "seed": 1}
 # translation (lnrepro.core.translation.TrainConfig; fairseq's transformer_iwslt_de_en)
 TRAIN_DEFAULTS = {**LOOP_DEFAULTS, "enc_layers": 6, "dec_layers": 6, "d_model": 512, "ffn_dim": 1024, "heads": 4,
-                  "enc_norm": "post", "dec_norm": "post", "init": "standard"}
+                  "dropout": 0.3, "attn_dropout": 0.0, "act_dropout": 0.0, "share_all_embeddings": False,
+                  "enc_norm": "post", "dec_norm": "post", "init": "standard", "label_smoothing": 0.1}
 # BERT pre-training (lnrepro.training.pretrain.PretrainConfig; BERT-base)
 PRETRAIN_DEFAULTS = {**LOOP_DEFAULTS, "d_model": 768, "heads": 12, "block_size": 512}
 # the defaults a translation run's value falls back to in the workflow (run_value: its checks and the

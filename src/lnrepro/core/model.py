@@ -24,12 +24,13 @@ class ModelConfig:
     heads: int = TRAIN_DEFAULTS["heads"]
     enc_layers: int = TRAIN_DEFAULTS["enc_layers"]
     dec_layers: int = TRAIN_DEFAULTS["dec_layers"]
-    dropout: float = 0.3
-    attn_dropout: float = 0.0
-    act_dropout: float = 0.0
+    dropout: float = TRAIN_DEFAULTS["dropout"]
+    attn_dropout: float = TRAIN_DEFAULTS["attn_dropout"]
+    act_dropout: float = TRAIN_DEFAULTS["act_dropout"]
     enc_norm: str = TRAIN_DEFAULTS["enc_norm"]  # post | pre | admin, chosen separately for encoder and decoder
     dec_norm: str = TRAIN_DEFAULTS["dec_norm"]
-    share_all_embeddings: bool = False  # encoder embedding = decoder embedding = output projection
+    # encoder embedding = decoder embedding = output projection
+    share_all_embeddings: bool = TRAIN_DEFAULTS["share_all_embeddings"]
     max_positions: int = 1024
     fused_attention: bool = True  # F.scaled_dot_product_attention; False = the plain path below
     activation: str = "relu"  # of the FFN; BERT (lnrepro.core.bert) uses gelu

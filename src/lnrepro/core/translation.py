@@ -28,19 +28,20 @@ class TrainConfig(LoopConfig):
     d_model: int = setting(TRAIN_DEFAULTS["d_model"], "model width d (embeddings, residual stream)")
     ffn_dim: int = setting(TRAIN_DEFAULTS["ffn_dim"], "inner width of the feed-forward sublayers")
     heads: int = setting(TRAIN_DEFAULTS["heads"], "attention heads")
-    dropout: float = setting(0.3, "dropout on embeddings and sublayer outputs")
-    attn_dropout: float = setting(0.0, "dropout on attention weights")
-    act_dropout: float = setting(0.0, "dropout after the FFN activation")
+    dropout: float = setting(TRAIN_DEFAULTS["dropout"], "dropout on embeddings and sublayer outputs")
+    attn_dropout: float = setting(TRAIN_DEFAULTS["attn_dropout"], "dropout on attention weights")
+    act_dropout: float = setting(TRAIN_DEFAULTS["act_dropout"], "dropout after the FFN activation")
     enc_norm: str = setting(TRAIN_DEFAULTS["enc_norm"], "encoder residual sublayers: Post-LN, Pre-LN (Xiong et al. "
                             "Table 1), Admin (Liu et al. 4.3) or FixUp (no LayerNorm; Liu et al. 5.2; both sides)",
                             NORMS)
     dec_norm: str = setting(TRAIN_DEFAULTS["dec_norm"], "decoder residual sublayers, as --enc-norm", NORMS)
     init: str = setting(TRAIN_DEFAULTS["init"], "weight init: standard (fairseq's) or looklinear (mirrored ReLU FFN "
                         "halves, Balduzzi et al. 2017; Liu et al. 5.2 run it with Post-LN)", INITS)
-    share_all_embeddings: bool = setting(False, "one embedding for encoder, decoder and output projection")
+    share_all_embeddings: bool = setting(TRAIN_DEFAULTS["share_all_embeddings"],
+                                         "one embedding for encoder, decoder and output projection")
     admin_omega: str = setting("", "omega.json from `lnrepro admin-profile` (norm admin only); empty = none")
     # objective and length
-    label_smoothing: float = setting(0.1, "label smoothing of the cross-entropy loss")
+    label_smoothing: float = setting(TRAIN_DEFAULTS["label_smoothing"], "label smoothing of the cross-entropy loss")
     epochs: int = setting(50, "epochs to train (one round = one epoch)")
 
     def model_summary(self):
