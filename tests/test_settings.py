@@ -148,3 +148,8 @@ def test_a_probe_of_a_run_that_leaves_a_key_unset_uses_the_trainers_value():
     args = parser_of("lnrepro.analyses.probe_gradients").parse_args(
         ["--data", "d", "--grads-out", "g", "--concentration-out", "c"])
     assert {k: getattr(args, k) for k in settings.PROBE_KEYS} == {k: getattr(TrainConfig(), k) for k in settings.PROBE_KEYS}
+
+
+def test_the_launch_defaults_are_the_trainers_one_process():
+    args = parser_of("lnrepro.training.train").parse_args(["--data", "d", "--out", "o"])
+    assert {k: getattr(args, k) for k in settings.LAUNCH_KEYS} == settings.LAUNCH_DEFAULTS

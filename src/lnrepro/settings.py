@@ -53,6 +53,7 @@ ADMIN_PROFILE_METHOD = "clinic-running"
 
 # ---- what each stage reads from a run ----
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
+LAUNCH_DEFAULTS = {"nodes": 1, "gpus": 1}  # one process (lnrepro.core.loop's --nodes, --gpus)
 # what a training logs besides its log, not what it computes: kept out of a run's settings (so out of
 # the figures' and other rules' params) and passed only when true (log_flags)
 LOG_KEYS = ("tensorboard",)
@@ -89,7 +90,7 @@ def trainer_flags(settings, run_only=RUN_ONLY_KEYS):
 
 def launch_flags(settings):
     """'--gpus 4 --nodes 2' where a run sets more than one process; '' for one (the default)."""
-    return cli_flags({k: v for k, v in settings.items() if k in LAUNCH_KEYS and v != 1})
+    return cli_flags({k: v for k, v in settings.items() if k in LAUNCH_KEYS and v != LAUNCH_DEFAULTS[k]})
 
 
 def launched_trainer_flags(settings, run_only=RUN_ONLY_KEYS):

@@ -19,10 +19,11 @@ from snakemake.utils import validate
 # what the package decides about a run's settings (lnrepro.settings: torch-free, read at parse time):
 # the trainers' defaults, the norm pairs and inits the model builds, what each stage reads from a run,
 # a run's settings as a command's flags
-from lnrepro.settings import (ADMIN_PROBE_KEYS, ADMIN_PROFILE_METHOD, BERT_RUN_ONLY_KEYS, DEPENDENCY_KEYS, LAUNCH_KEYS,
-                              LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, PROBE_KEYS,
-                              RUN_VALUE_DEFAULTS, STEP_SCHEDULES, TRAIN_DEFAULTS, UPDATE_NORM_KEYS, WARMUP_PROBE_KEYS,
-                              cli_flags, launched_trainer_flags, picked_flags, trainer_flags)
+from lnrepro.settings import (ADMIN_PROBE_KEYS, ADMIN_PROFILE_METHOD, BERT_RUN_ONLY_KEYS, DEPENDENCY_KEYS,
+                              LAUNCH_DEFAULTS, LAUNCH_KEYS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS,
+                              PRETRAIN_DEFAULTS, PROBE_KEYS, RUN_VALUE_DEFAULTS, STEP_SCHEDULES, TRAIN_DEFAULTS,
+                              UPDATE_NORM_KEYS, WARMUP_PROBE_KEYS, cli_flags, launched_trainer_flags, picked_flags,
+                              trainer_flags)
 
 # Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
 # even when the environment was not activated.
@@ -175,11 +176,12 @@ def with_update_freq(settings, where):
         return settings
     if "update_freq" in settings:
         config_error(f"{where}: set update_tokens or update_freq, not both (update_tokens derives update_freq)")
-    per_pass = settings["max_tokens"] * settings.get("gpus", 1) * settings.get("nodes", 1)
+    gpus, nodes = ({**LAUNCH_DEFAULTS, **settings}[k] for k in ("gpus", "nodes"))
+    per_pass = settings["max_tokens"] * gpus * nodes
     freq, rest = divmod(settings["update_tokens"], per_pass)
     if rest or not freq:
         config_error(f"{where}.update_tokens: {settings['update_tokens']} is not a multiple of max_tokens x gpus "
-                     f"x nodes = {settings['max_tokens']} x {settings.get('gpus', 1)} x {settings.get('nodes', 1)}")
+                     f"x nodes = {settings['max_tokens']} x {gpus} x {nodes}")
     return {**settings, "update_freq": freq}
 
 

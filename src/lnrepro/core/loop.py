@@ -43,7 +43,7 @@ import torch.distributed as dist
 
 from .. import __version__
 from ..args import str2bool
-from ..settings import LOOP_DEFAULTS
+from ..settings import LAUNCH_DEFAULTS, LOOP_DEFAULTS
 from .divergence import DivergenceCheck
 from .fairseq_optim import ClinicRAdam, FairseqAdam
 from .precision import FP16_SETTINGS, PRECISIONS, MinimumLossScaleReached, Precision
@@ -227,8 +227,9 @@ def add_config_arguments(p, config_class):
         else:
             p.add_argument(flag, type=type(f.default), default=f.default, choices=f.metadata.get("choices"),
                            help=help_text)
-    p.add_argument("--nodes", type=int, default=1, help="nodes to train on (several: inside a SLURM job, via srun)")
-    p.add_argument("--gpus", type=int, default=1,
+    p.add_argument("--nodes", type=int, default=LAUNCH_DEFAULTS["nodes"],
+                   help="nodes to train on (several: inside a SLURM job, via srun)")
+    p.add_argument("--gpus", type=int, default=LAUNCH_DEFAULTS["gpus"],
                    help="processes per node: one per GPU (CPU workers with --device cpu); see lnrepro.core.launch")
 
 
