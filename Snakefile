@@ -50,6 +50,7 @@ include: "workflow/rules/theory.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/admin.smk"
 include: "workflow/rules/bert.smk"
+include: "workflow/rules/retention.smk"
 include: "workflow/rules/plan.smk"
 
 
@@ -61,6 +62,7 @@ rule all:
         claims_targets(),
         admin_targets(),
         bert_targets(),
+        retention_targets(),
     default_target: True
 
 

@@ -36,10 +36,13 @@ Two builds:
     a capped IWSLT run trains in ~32 s, WMT base in ~115 s (to decay epoch 6: ~300 s), 18+18 in
     ~350 s; a fine-tuning job runs 360 fine-tunings at ~1.9 s each (~670 s); ~15,000
     job-seconds in all, about two hours.
+Both builds' stages also ask for their decoded runs' retained.json, so config.yaml's checkpoint
+retention (`checkpoints: {keep: needed}`) prunes real d = 512 checkpoints before a stage's drop.
 """
 import copy
 import csv
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -319,6 +322,14 @@ def stages(cfg):
             ["all"]]
 
 
+def stage_manifests(cfg, targets):
+    """The retained.json of each run a stage decodes, and BERT's with Fig 5: their retain_checkpoints jobs
+    (checkpoints: {keep: needed}) prune the stage's real d=512 checkpoints before drop_checkpoints."""
+    runs = sorted({Path(t).parts[2] for t in targets if t.startswith("results/eval/")})
+    bert = sorted(cfg["bert"]["runs"]) if "results/figures/fig5.pdf" in targets else []
+    return [f"results/train/{run}/retained.json" for run in runs] + [f"results/pretrain/{run}/retained.json" for run in bert]
+
+
 def drop_checkpoints(workdir):
     for ckpt in (workdir / "results").glob("*/*/checkpoints"):
         shutil.rmtree(ckpt)
@@ -352,6 +363,7 @@ def paper_build(tmp_path_factory):
     planned = {config: planned_rules(workdir, config) for config in ("paper.yaml", "whole.yaml")}
     log = ""
     for targets in stages(cfg):
+        targets = targets + stage_manifests(cfg, targets)
         proc = snakemake(workdir, "--cores", "2", *targets, "--configfile", "paper.yaml")
         log += proc.stdout + proc.stderr
         drop_checkpoints(workdir)
@@ -411,6 +423,55 @@ def test_every_figure_and_table_is_written(paper_build):
         assert (workdir / name).stat().st_size > 0, name
     table2 = (workdir / "results/tables/admin_table2.md").read_text()
     assert "| FixUp | liu_wmt_fixup_18L |" in table2 and "| LookLinear | liu_wmt_looklinear_18L |" in table2
+
+
+def epoch_files(workdir, stage, run):
+    metrics = pd.read_csv(workdir / "results" / stage / run / "metrics.csv")
+    return list(metrics.checkpoint.dropna())
+
+
+@pytest.mark.slow
+def test_retention_prunes_the_paper_size_checkpoints_no_step_reads_again(paper_build):
+    """config.yaml keeps what a step reads again: a run drawn per epoch only keeps last.pt; the probed
+    run, capped before its warm-up ends, its last epoch (the probe's); Liu's 6-layer Pre-LN run, 2
+    epochs capped, both (its last 10 average, Figs 3/11's pair 1-2); BERT, the fine-tuned rounds."""
+    workdir, cfg = paper_build[:2]
+    manifests = {p.parent.name: json.loads(p.read_text()) for p in (workdir / "results").glob("*/*/retained.json")}
+    assert set(cfg["runs"]) | set(cfg["bert"]["runs"]) >= set(manifests) >= {"preln_5e-4_nowarm", "bert_preln"}
+    drawn = manifests["preln_5e-4_nowarm"]
+    assert [d["file"] for d in drawn["deleted"]] == epoch_files(workdir, "train", "preln_5e-4_nowarm")
+    assert [k["file"] for k in drawn["kept"]] == ["checkpoints/last.pt"]
+    assert all(d["bytes"] > 100e6 for d in drawn["deleted"])  # d=512, 6+6 layers: ~150 MB each
+    assert drawn["bytes_freed"] == sum(d["bytes"] for d in drawn["deleted"])
+    probed = manifests["adam_5e-4_warm4000"]
+    assert [d["file"] for d in probed["deleted"]] == epoch_files(workdir, "train", "adam_5e-4_warm4000")[:-1]
+    assert [k["file"] for k in probed["kept"]] == epoch_files(workdir, "train", "adam_5e-4_warm4000")[-1:] + ["checkpoints/last.pt"]
+    for run, stage in (("liu_wmt_pre_6L", "train"), ("bert_preln", "pretrain")):
+        assert manifests[run]["deleted"] == [], run
+        assert [k["file"] for k in manifests[run]["kept"]] == epoch_files(workdir, stage, run) + ["checkpoints/last.pt"]
+
+
+@pytest.mark.slow
+def test_the_cost_plan_matches_the_capped_builds_real_sizes(paper_build):
+    """results/plan.md of the capped build's own config against what it trained and wrote (issue 30
+    item 4): each built run's updates exactly, its checkpoint bytes (every epoch kept, as the
+    manifest's kept + deleted files) and after retention within 2%."""
+    workdir = paper_build[0]
+    snakemake(workdir, "results/plan.md", "--configfile", "paper.yaml", "--cores", "1")
+    plan = pd.read_csv(workdir / "results" / "plan.csv")
+    planned = plan[plan.scope == "run"].set_index("name")
+    compared = 0
+    for manifest_path in sorted((workdir / "results").glob("*/*/retained.json")):
+        run, metrics = manifest_path.parent.name, pd.read_csv(manifest_path.parent / "metrics.csv")
+        if metrics.get("diverged", pd.Series(dtype=float)).fillna(0).astype(bool).any():
+            continue  # a diverged run stops early: the plan counts its whole schedule
+        manifest, row = json.loads(manifest_path.read_text()), planned.loc[run]
+        assert row.updates == metrics.updates.iloc[-1], run
+        written = manifest["bytes_kept"] + manifest["bytes_freed"]
+        assert row.checkpoint_bytes == pytest.approx(written, rel=0.02), run
+        assert row.retained_bytes == pytest.approx(manifest["bytes_kept"], rel=0.02), run
+        compared += 1
+    assert compared >= 15  # the covering build's runs with a manifest (22 runs and 2 BERTs, bar the diverged)
 
 
 @pytest.mark.slow

@@ -56,9 +56,14 @@ def missing_input(command, error):
     """`lnrepro CMD: error: PATH: no such file or directory`: a command run by hand before the step
     that writes its input, or with an output in a folder that does not exist (Snakemake makes the
     folders of a rule's outputs; by hand nobody does). An error of our own (no filename) already says
-    what is missing."""
+    what is missing. A checkpoint that checkpoint retention deleted says so and how to get it back."""
     if not error.filename:
         usage_error(command, str(error))
+    from lnrepro.training.retain import deleted_note
+
+    retained = deleted_note(error.filename)  # a checkpoint deleted once its steps had read it
+    if retained:
+        usage_error(command, retained)
     advice = "run the step that writes it first, e.g. via snakemake"
     if not os.path.isdir(os.path.dirname(os.path.abspath(error.filename))):
         advice = f"nor its folder: an input, {advice}; an output, create its folder"

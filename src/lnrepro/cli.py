@@ -40,6 +40,7 @@ COMMANDS = {
     "pretrain": ("lnrepro.training.pretrain", "pre-train BERT (masked LM, optional NSP); resumable; records divergence"),
     "finetune": ("lnrepro.training.finetune", "fine-tune one BERT checkpoint on a GLUE task: grid x seeds, dev accuracy with 95% CI"),
     "evaluate": ("lnrepro.training.evaluate", "decode every epoch checkpoint and score BLEU"),
+    "retain": ("lnrepro.training.retain", "delete a run's epoch checkpoints no later step reads; write what was kept"),
     "figure": ("lnrepro.analyses.figure", "draw one figure and write the CSV it plots"),
     "figure5": ("lnrepro.analyses.figure5", "draw Fig 5 (BERT valid loss, MRPC/RTE accuracy vs updates) and its CSV"),
     "probe-gradients": ("lnrepro.analyses.probe_gradients", "FFN gradient norms over mini-batches, at init or from a checkpoint (Fig 3)"),

@@ -1,5 +1,5 @@
-# The cost plan (lnrepro plan): trainings, updates, FLOPs, GPU-hours and disk of the config's runs,
-# per figure and table. Not in `rule all`: `snakemake results/plan.md` before submitting. It reads
+# The cost plan (lnrepro plan): trainings, updates, FLOPs, GPU-hours and disk of the config's runs
+# (checkpoints all kept and after retention: retention.smk's needs), per figure and table. Not in `rule all`: `snakemake results/plan.md` before submitting. It reads
 # only the config, so it runs without any data or GPU.
 
 # what the plan reads of a run's resolved settings (run_settings, bert_run_settings)
@@ -49,8 +49,18 @@ def plan_spec(wildcards):
                                 "corpora": config.get("bert_corpora", {}), "finetune": bert_section().get("finetune"),
                                 "tasks": bert_section().get("fig5", {}).get("tasks", []),
                                 "finetune_rounds": {run: len(finetuned_rounds(run)) for run in bert_runs()},
-                                "finetune_updates": training_cap().get("finetune_updates", 0)}},
+                                "finetune_updates": training_cap().get("finetune_updates", 0)},
+                       "checkpoints": {"keep": config.get("checkpoints", {}).get("keep", "all"),
+                                       "needs": {run: checkpoint_needs(run) for run in checkpoint_readers()}}},
                       sort_keys=True)
+
+
+PLAN_FLAGS = {"bf16_tflops": "peak_tflops", "fp32_tflops": "fp32_peak_tflops", "mfu": "mfu"}  # config key -> flag
+
+
+def throughput_flags(wildcards):
+    """The config's `plan:` throughput; lnrepro plan's own defaults (an H100 at 30% MFU) for a key it leaves out."""
+    return cli_flags({PLAN_FLAGS[k]: v for k, v in config.get("plan", {}).items()})
 
 
 rule plan:
@@ -59,9 +69,10 @@ rule plan:
         csv="results/plan.csv",
     params:
         spec=plan_spec,
+        throughput=throughput_flags,
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/plan.log",
     shell:
-        "lnrepro plan --spec {params.spec:q} --md {output.md} --csv {output.csv} > {log} 2>&1"
+        "lnrepro plan --spec {params.spec:q} {params.throughput} --md {output.md} --csv {output.csv} > {log} 2>&1"

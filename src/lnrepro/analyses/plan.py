@@ -12,10 +12,12 @@ What is assumed is written into the plan beside the numbers.
   run's tokens per update (max_tokens x gpus x nodes x update_freq), or max_updates where set (BERT);
   training_cap as the trainers apply it; BERT fine-tuning: every grid point, seed and fine-tuned round;
 - FLOPs: 6 x parameters x tokens trained on (forward and backward; attention's own FLOPs left out);
-- GPU-hours: FLOPs / (peak x MFU), all options (the defaults: an H100's dense bf16 peak for fp16 and bf16
-  runs, its FP32 peak for fp32 ones, 30% MFU);
+- GPU-hours: FLOPs / (peak x MFU), all options (the config's `plan:` sets them; the defaults: an H100's
+  dense bf16 peak for fp16 and bf16 runs, its FP32 peak for fp32 ones, 30% MFU);
 - checkpoints: what lnrepro.core.loop.save_round writes: one epochN.pt per round (the weights, fp32)
-  and last.pt (the weights and the optimizer's moments), every one kept;
+  and last.pt (the weights and the optimizer's moments), every one kept; after retention
+  (`checkpoints: {keep: needed}`): last.pt and the rounds lnrepro.training.retain.needed_epochs keeps
+  for the run's consumers (the spec's checkpoints.needs), their updates estimated as the run's;
 - data: the binarized splits (int32 tokens, int64 offsets) and the text stages before them;
   downloaded archives and BERT's Wikipedia/books text are not counted.
 """
@@ -25,7 +27,8 @@ import math
 from pathlib import Path
 
 from lnrepro.args import json_object
-from lnrepro.settings import TRAIN_DEFAULTS
+from lnrepro.settings import LAUNCH_DEFAULTS, TRAIN_DEFAULTS
+from lnrepro.training.retain import needed_epochs
 
 # ---- the corpora's sizes where the config states none (sentence pairs in the training split) ----
 IWSLT14_TRAIN_PAIRS = 160_239  # fairseq's prepare-iwslt14.sh output (config.yaml: expected_counts.train)
@@ -141,10 +144,10 @@ def corpus_data_bytes(corpus):
 
 # ---- runs ------------------------------------------------------------------------------------
 def processes(s):
-    return s.get("gpus", 1) * s.get("nodes", 1)
+    return s.get("gpus", LAUNCH_DEFAULTS["gpus"]) * s.get("nodes", LAUNCH_DEFAULTS["nodes"])
 
 
-def plan_translation(name, s, corpus, vocab, rates):
+def plan_translation(name, s, corpus, vocab, rates, needs=None):
     tokens_per_update = s.get("max_tokens", TRAIN_DEFAULTS["max_tokens"]) * processes(s) * s.get("update_freq", 1)
     pairs = train_pairs(corpus)
     rounds = min(s.get("epochs", 1), s.get("max_rounds") or math.inf)  # training_cap: the trainer's flags
@@ -156,10 +159,11 @@ def plan_translation(name, s, corpus, vocab, rates):
         per_epoch = math.ceil(pairs * tokens_per_pair(corpus) / tokens_per_update)
         updates = rounds * min(per_epoch, s.get("max_round_updates") or math.inf)
     params = translation_params(s, vocab)
-    return run_row(name, "translation", s, params, updates, tokens_per_update, rounds, rates)
+    return run_row(name, "translation", s, params, updates, tokens_per_update, round_updates(rounds, updates), rates,
+                   needs)
 
 
-def plan_bert(name, s, vocab, rates):
+def plan_bert(name, s, vocab, rates, needs=None):
     s = {**BERT_DEFAULTS, **s}
     long_tokens = s["max_tokens"]
     short = s.get("short_max_tokens") or long_tokens
@@ -168,7 +172,7 @@ def plan_bert(name, s, vocab, rates):
     rounds = min(math.ceil(s["max_updates"] / s["valid_interval"]), s.get("max_rounds") or math.inf)
     updates = min(s["max_updates"], rounds * min(s["valid_interval"], s.get("max_round_updates") or math.inf))
     params = bert_params(s, vocab)
-    return run_row(name, "bert", s, params, updates, tokens_per_update, rounds, rates)
+    return run_row(name, "bert", s, params, updates, tokens_per_update, round_updates(rounds, updates), rates, needs)
 
 
 def plan_finetune(name, s, vocab, ft, tasks, rounds, rates, cap=0):
@@ -189,18 +193,33 @@ def plan_finetune(name, s, vocab, ft, tasks, rounds, rates, cap=0):
     flops = 6 * params * tokens
     return {"run": f"{name} fine-tuning", "kind": "finetune", "params": params, "updates": updates, "tokens": tokens,
             "flops": flops, "gpu_hours": flops / rates["fp32"] / 3600, "checkpoints": 0, "checkpoint_bytes": 0,
+            "retained_checkpoints": 0, "retained_bytes": 0,
             "trainings": trainings, "precision": "fp32"}  # finetune.py: no autocast
 
 
-def run_row(name, kind, s, params, updates, tokens_per_update, rounds, rates):
+def round_updates(rounds, updates):
+    """[(round, updates done at its end)]: the run's updates spread evenly over its rounds."""
+    per_round = math.ceil(updates / rounds) if rounds else 0
+    return [(r, min(r * per_round, updates)) for r in range(1, rounds + 1)]
+
+
+def retained_rounds(rounds_done, needs):
+    """The rounds whose checkpoints retention keeps; every one where nothing is known of the run's readers
+    (a run no target trains)."""
+    return len(rounds_done) if needs is None else len(needed_epochs(needs, rounds_done))
+
+
+def run_row(name, kind, s, params, updates, tokens_per_update, rounds_done, rates, needs=None):
     tokens = updates * tokens_per_update
     flops = 6 * params * tokens
     precision = s.get("precision", "fp32")
     optimizer = s.get("optimizer", TRAIN_DEFAULTS["optimizer"])
     epoch_ckpt, last_ckpt = checkpoint_bytes(params, optimizer, s.get("momentum", 0.0))
+    kept = retained_rounds(rounds_done, needs)
     return {"run": name, "kind": kind, "params": params, "updates": updates, "tokens": tokens, "flops": flops,
-            "gpu_hours": flops / rates[precision] / 3600, "checkpoints": rounds + 1, "precision": precision,
-            "checkpoint_bytes": rounds * epoch_ckpt + last_ckpt}
+            "gpu_hours": flops / rates[precision] / 3600, "checkpoints": len(rounds_done) + 1, "precision": precision,
+            "checkpoint_bytes": len(rounds_done) * epoch_ckpt + last_ckpt, "retained_checkpoints": kept + 1,
+            "retained_bytes": kept * epoch_ckpt + last_ckpt}
 
 
 def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU, fp32_peak_tflops=H100_FP32_TFLOPS):
@@ -208,12 +227,13 @@ def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU, fp32_peak_tflops=H10
     rates = {"fp32": fp32_peak_tflops * 1e12 * mfu, "fp16": peak_tflops * 1e12 * mfu, "bf16": peak_tflops * 1e12 * mfu}
     used = sorted({s["corpus"] for s in spec["runs"].values()})
     vocabs = {c: corpus_vocab(spec["corpora"][c], spec.get("dicts", {}).get(c)) for c in used}
-    rows = {name: plan_translation(name, s, spec["corpora"][s["corpus"]], vocabs[s["corpus"]][0], rates)
+    needs = spec.get("checkpoints", {}).get("needs", {})
+    rows = {name: plan_translation(name, s, spec["corpora"][s["corpus"]], vocabs[s["corpus"]][0], rates, needs.get(name))
             for name, s in spec["runs"].items()}
     bert = spec.get("bert", {})
     for name, s in bert.get("runs", {}).items():
         vocab = bert["corpora"][s["corpus"]]["bpe_merges"] + VOCAB_EXTRA + 1  # + <mask>
-        rows[name] = plan_bert(name, s, vocab, rates)
+        rows[name] = plan_bert(name, s, vocab, rates, needs.get(name))
         if bert.get("finetune") and bert.get("tasks"):
             ft = plan_finetune(name, s, vocab, bert["finetune"], bert["tasks"], bert["finetune_rounds"][name],
                                rates, bert.get("finetune_updates", 0))
@@ -221,10 +241,11 @@ def plan(spec, peak_tflops=H100_BF16_DENSE_TFLOPS, mfu=MFU, fp32_peak_tflops=H10
     groups = {group: totals([rows[r] for r in dict.fromkeys(runs)]) for group, runs in spec.get("groups", {}).items()}
     data = sum(corpus_data_bytes(spec["corpora"][c]) for c in used)
     return {"runs": list(rows.values()), "groups": groups, "total": totals(list(rows.values())), "data_bytes": data,
-            "vocab": vocabs}
+            "vocab": vocabs, "keep": spec.get("checkpoints", {}).get("keep", "all")}
 
 
-SUMMED = ("updates", "tokens", "flops", "gpu_hours", "checkpoints", "checkpoint_bytes")
+SUMMED = ("updates", "tokens", "flops", "gpu_hours", "checkpoints", "checkpoint_bytes", "retained_checkpoints",
+          "retained_bytes")
 
 
 def totals(rows):
@@ -238,23 +259,37 @@ def gb(n):
 
 def md_row(name, t):
     return (f"| {name} | {t['trainings']:,} | {t['updates']:,} | {t['flops']:.3g} | {t['gpu_hours']:,.1f} "
-            f"| {gb(t['checkpoint_bytes'])} |")
+            f"| {gb(t['checkpoint_bytes'])} | {gb(t['retained_bytes'])} |")
+
+
+def retention_line(keep):
+    """What the 'after retention' column means under the config's checkpoints.keep."""
+    what = ("last.pt and the epochs a configured step reads again, by lnrepro.training.retain.needed_epochs: "
+            "the last admin.average_last, the probe's after warm-up, Figs 3/11's pairs, Figs 7-8's last, BERT's "
+            "fine-tuned rounds; the rest is deleted once the run's readers, per-epoch decoding too, finish, so "
+            "until then a run holds every epoch")
+    if keep == "needed":
+        return f"- after retention (`checkpoints: {{keep: needed}}`, this config's): {what}"
+    return (f"- after retention: what `checkpoints: {{keep: needed}}` would leave: {what}. This config keeps "
+            f"all (`keep: {keep}`): its disk is the 'all kept' column")
 
 
 def markdown(p, peak_tflops, mfu, fp32_peak_tflops=H100_FP32_TFLOPS):
     total = p["total"]
-    header = "| | trainings | updates | model FLOPs | GPU-hours | checkpoints GB |\n|---|---:|---:|---:|---:|---:|"
+    header = ("| | trainings | updates | model FLOPs | GPU-hours | checkpoints GB, all kept | after retention GB |\n"
+              "|---|---:|---:|---:|---:|---:|---:|")
     tunings = sum(r.get("trainings", 0) for r in p["runs"] if r["kind"] == "finetune")
     tuned = f" ({total['trainings'] - tunings:,} + {tunings:,} BERT fine-tunings)" if tunings else ""
     lines = ["# Cost plan", "",
              f"**Total: {total['trainings']:,} trainings{tuned}, {total['updates']:,} updates, {total['flops']:.3g} FLOPs, "
              f"{total['gpu_hours']:,.1f} GPU-hours, {gb(total['checkpoint_bytes'])} GB of checkpoints "
-             f"({total['checkpoints']:,} files) + {gb(p['data_bytes'])} GB of data.**", "",
+             f"({total['checkpoints']:,} files; {gb(total['retained_bytes'])} GB, {total['retained_checkpoints']:,} "
+             f"files, after retention) + {gb(p['data_bytes'])} GB of data.**", "",
              "## Assumptions (estimates, not measurements)", "",
              f"- throughput per GPU: peak x {mfu:.0%} MFU (assumed, not measured): fp16/bf16 runs {peak_tflops:g} "
              f"TFLOP/s peak (default: an H100 SXM's dense bf16), fp32 runs and BERT fine-tuning {fp32_peak_tflops:g} "
-             f"(default: its plain FP32; lnrepro enables no TF32); set `lnrepro plan --peak-tflops "
-             f"--fp32-peak-tflops --mfu` from `lnrepro bench` on your GPU",
+             f"(default: its plain FP32; lnrepro enables no TF32); set the config's `plan: {{mfu, bf16_tflops, "
+             f"fp32_tflops}}` from `lnrepro bench` on your GPU",
              "- model FLOPs = 6 x parameters x tokens trained on (attention's score FLOPs left out)",
              f"- updates = epochs x ceil(training pairs x tokens per pair / tokens per update), or max_updates; "
              f"tokens per pair {TOKENS_PER_PAIR} (generated by task: {GENERATED_TOKENS_PER_PAIR}); training pairs: generated n_train less its valid share, "
@@ -265,6 +300,7 @@ def markdown(p, peak_tflops, mfu, fp32_peak_tflops=H100_FP32_TFLOPS):
              + ", ".join(f"{c} {v:,} ({src})" for c, (v, src) in p["vocab"].items()),
              f"- checkpoints: every round's epochN.pt (weights, {BYTES_PER_PARAM} B per parameter) and last.pt "
              f"(weights + optimizer moments: Adam/RAdam 2, SGD without momentum 0), all kept",
+             retention_line(p.get("keep", "all")),
              f"- data: binarized splits and {TEXT_STAGES} text stages of the corpora the runs train on; "
              f"downloads and BERT's pre-training text not counted",
              f"- BERT fine-tuning: every grid point and seed of every fine-tuned round, each a training of its own, "
@@ -275,10 +311,10 @@ def markdown(p, peak_tflops, mfu, fp32_peak_tflops=H100_FP32_TFLOPS):
              f"## The {TOP} runs that dominate (GPU-hours)", "", header]
     top = sorted(p["runs"], key=lambda r: -r["gpu_hours"])[:TOP]
     lines += [md_row(r["run"], {"trainings": 1, **r}) for r in top]
-    lines += ["", "## Every run", "", "| run | precision | parameters | updates | tokens | GPU-hours | checkpoints GB |",
-              "|---|---|---:|---:|---:|---:|---:|"]
+    lines += ["", "## Every run", "", "| run | precision | parameters | updates | tokens | GPU-hours | checkpoints GB, "
+              "all kept | after retention GB |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['run']} | {r['precision']} | {r['params']:,} | {r['updates']:,} | {r['tokens']:.3g} | {r['gpu_hours']:,.1f} "
-              f"| {gb(r['checkpoint_bytes'])} |" for r in p["runs"]]
+              f"| {gb(r['checkpoint_bytes'])} | {gb(r['retained_bytes'])} |" for r in p["runs"]]
     return "\n".join(lines) + "\n"
 
 
@@ -311,5 +347,5 @@ def run(args):
     Path(args.md).parent.mkdir(parents=True, exist_ok=True)
     Path(args.md).write_text(markdown(p, args.peak_tflops, args.mfu, args.fp32_peak_tflops))
     write_csv(p, args.csv)
-    print(f"plan: {p['total']['gpu_hours']:,.1f} GPU-hours, {gb(p['total']['checkpoint_bytes'])} GB checkpoints; "
-          f"{args.md}")
+    print(f"plan: {p['total']['gpu_hours']:,.1f} GPU-hours, {gb(p['total']['checkpoint_bytes'])} GB checkpoints, "
+          f"{gb(p['total']['retained_bytes'])} GB after retention; {args.md}")

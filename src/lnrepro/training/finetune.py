@@ -29,9 +29,11 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ..args import usage_error
 from ..core.bert import BertClassifier, load_bert, pad_batch, pair_input
 from ..core.loop import load_checkpoint, log, pick_device
 from ..core.mono_data import PairData
+from .retain import deleted_note
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -205,6 +207,9 @@ def run(args):
     checkpoint = Path(args.checkpoint)
     round_ = int(checkpoint.stem.removeprefix("epoch"))
     if not checkpoint.exists():
+        retained = deleted_note(checkpoint)  # not a divergence: pruned after the rounds then fine-tuned
+        if retained:
+            usage_error("finetune", retained)
         metrics = Path(args.metrics) if args.metrics else checkpoint.parent.parent / "metrics.csv"
         if not metrics.exists():
             sys.exit(f"{checkpoint}: no such checkpoint, nor {metrics} to say why: run the pre-training first "
