@@ -39,7 +39,8 @@ TRAIN_DEFAULTS = {**LOOP_DEFAULTS, "enc_layers": 6, "dec_layers": 6, "d_model": 
                   "dropout": 0.3, "attn_dropout": 0.0, "act_dropout": 0.0, "share_all_embeddings": False,
                   "enc_norm": "post", "dec_norm": "post", "init": "standard", "label_smoothing": 0.1}
 # BERT pre-training (lnrepro.training.pretrain.PretrainConfig; BERT-base)
-PRETRAIN_DEFAULTS = {**LOOP_DEFAULTS, "d_model": 768, "heads": 12, "block_size": 512}
+PRETRAIN_DEFAULTS = {**LOOP_DEFAULTS, "layers": 12, "d_model": 768, "ffn_dim": 3072, "heads": 12, "norm": "post",
+                     "block_size": 512, "nsp": True, "valid_interval": 50_000}
 # the defaults a translation run's value falls back to in the workflow (run_value: its checks and the
 # params of the Admin tables and figures); a key not here stays unset (None) there, so adding one
 # changes those jobs' params
