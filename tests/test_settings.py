@@ -4,9 +4,11 @@ that uses it."""
 import argparse
 import dataclasses
 import itertools
+import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,7 +25,8 @@ SMALL = dict(vocab_size=16, d_model=8, ffn_dim=16, heads=2, enc_layers=2, dec_la
 def test_importing_it_imports_no_torch():
     """Snakemake imports it while parsing the rule files: a dry run must not pay for torch."""
     code = "import sys, lnrepro.settings; assert 'torch' not in sys.modules, 'torch imported'"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    src = str(Path(settings.__file__).parents[1])  # this checkout's package, whatever is installed
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": src})
 
 
 def test_every_allowed_norm_pair_builds_and_every_other_is_refused():

@@ -1,10 +1,11 @@
 """A run's settings, decided once: the trainers' defaults, the norm pairs the model builds, what each
 stage reads from a run and how a run's settings become a command's flags.
 
-Torch-free (no import beyond the standard library): the workflow imports it when Snakemake parses the
-rule files, and the trainers (lnrepro.core.loop, lnrepro.core.translation, lnrepro.training.pretrain)
-and the model (lnrepro.core.model) read their defaults and refusals from here, so a new setting or
-refusal is added here once.
+Torch-free (it imports the standard library only): the workflow imports it when Snakemake parses
+the rule files, and the trainers (lnrepro.core.loop, lnrepro.core.translation,
+lnrepro.training.pretrain), the model (lnrepro.core.model) and the analyses that fall back on a
+trainer's default (figure legends, probes, the cost plan) read it, so a default or refusal is
+stated here once. tests/test_settings.py checks what it says against the code that uses it.
 """
 import shlex
 
@@ -46,7 +47,7 @@ PRETRAIN_DEFAULTS = {**LOOP_DEFAULTS, "layers": 12, "d_model": 768, "ffn_dim": 3
 # changes those jobs' params
 RUN_VALUE_KEYS = ("enc_norm", "dec_norm", "lr", "adam_beta2", "seed", "init", "ffn_dim")
 RUN_VALUE_DEFAULTS = {k: TRAIN_DEFAULTS[k] for k in RUN_VALUE_KEYS}
-# the schedules that step the lr down at decay_epoch (lnrepro.core.schedule)
+# the schedules of lnrepro.core.schedule that step the lr down at decay_epoch
 STEP_SCHEDULES = ("step", "step_inverse_sqrt")
 # Admin's profiling method (lnrepro.core.admin, also in omega.json): a param of every job that
 # profiles omega, so a new method reruns them (Snakemake's params trigger) and their trainings after
@@ -56,7 +57,8 @@ ADMIN_PROFILE_METHOD = "clinic-running"
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
 LAUNCH_DEFAULTS = {"nodes": 1, "gpus": 1}  # one process (lnrepro.core.loop's --nodes, --gpus)
 # what a training logs besides its log, not what it computes: kept out of a run's settings (so out of
-# the figures' and other rules' params) and passed only when true (log_flags)
+# the figures' and other rules' params) and passed by the training rules only when true (log_flags),
+# so a config that leaves them out (or false) trains with the commands it had before they were keys
 LOG_KEYS = ("tensorboard",)
 # resolved by the workflow (or by evaluation), not passed to the trainer
 RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens", "decode")
