@@ -156,3 +156,17 @@ def test_a_probe_of_a_run_that_leaves_a_key_unset_uses_the_trainers_value():
 def test_the_launch_defaults_are_the_trainers_one_process():
     args = parser_of("lnrepro.training.train").parse_args(["--data", "d", "--out", "o"])
     assert {k: getattr(args, k) for k in settings.LAUNCH_KEYS} == settings.LAUNCH_DEFAULTS
+
+
+def test_the_clean_defaults_are_clean_corpus_ns_and_the_schemas():
+    """The schema (YAML) states them as its defaults too; the workflow's flags and checks read them here."""
+    import yaml
+    from workflow_helpers import ROOT
+
+    args = parser_of("lnrepro.prepare.clean").parse_args(["--src-in", "a", "--tgt-in", "b", "--src-out", "c",
+                                                          "--tgt-out", "d"])
+    assert {k: getattr(args, k) for k in settings.CLEAN_DEFAULTS} == settings.CLEAN_DEFAULTS
+    text = (ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text()
+    schema_clean = yaml.safe_load(text)["$defs"]["corpus"]["properties"]["clean"]
+    defaults = {k: v["default"] for k, v in schema_clean["properties"].items() if "default" in v}
+    assert defaults == {k: v for k, v in settings.CLEAN_DEFAULTS.items() if k in defaults}

@@ -53,6 +53,13 @@ STEP_SCHEDULES = ("step", "step_inverse_sqrt")
 # profiles omega, so a new method reruns them (Snakemake's params trigger) and their trainings after
 ADMIN_PROFILE_METHOD = "clinic-running"
 
+# corpus cleaning where a corpus's `clean` sets no value (lnrepro.prepare.clean: clean-corpus-n.perl's
+# min and max words per side, and its length ratio)
+CLEAN_DEFAULTS = {"min": 1, "max": 175, "ratio": 1.5}
+# a claim's scale entry (config `claims:`): these words describe the scale; its other keys change
+# what the claim measures (lnrepro.analyses.claims)
+CLAIM_SCALE_WORDS = ("scaled", "seed_spread", "note", "not_at_this_scale")
+
 # ---- what each stage reads from a run ----
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
 LAUNCH_DEFAULTS = {"nodes": 1, "gpus": 1}  # one process (lnrepro.core.loop's --nodes, --gpus)

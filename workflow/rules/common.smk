@@ -18,12 +18,12 @@ from snakemake.utils import validate
 
 # what the package decides about a run's settings (lnrepro.settings: torch-free, read at parse time):
 # the trainers' defaults, the norm pairs and inits the model builds, what each stage reads from a run,
-# a run's settings as a command's flags
-from lnrepro.settings import (ADMIN_PROBE_KEYS, ADMIN_PROFILE_METHOD, BERT_RUN_ONLY_KEYS, DEPENDENCY_KEYS,
-                              LAUNCH_DEFAULTS, LAUNCH_KEYS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS,
-                              PRETRAIN_DEFAULTS, PROBE_KEYS, RUN_VALUE_DEFAULTS, STEP_SCHEDULES, TRAIN_DEFAULTS,
-                              UPDATE_NORM_KEYS, WARMUP_PROBE_KEYS, cli_flags, launched_trainer_flags, picked_flags,
-                              trainer_flags)
+# a run's settings as a command's flags; also cleaning's defaults and a claim's scale words
+from lnrepro.settings import (ADMIN_PROBE_KEYS, ADMIN_PROFILE_METHOD, BERT_RUN_ONLY_KEYS, CLAIM_SCALE_WORDS,
+                              CLEAN_DEFAULTS, DEPENDENCY_KEYS, LAUNCH_DEFAULTS, LAUNCH_KEYS, LOG_KEYS,
+                              LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, PROBE_KEYS, RUN_VALUE_DEFAULTS,
+                              STEP_SCHEDULES, TRAIN_DEFAULTS, UPDATE_NORM_KEYS, WARMUP_PROBE_KEYS, cli_flags,
+                              launched_trainer_flags, picked_flags, trainer_flags)
 
 # Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
 # even when the environment was not activated.
@@ -298,7 +298,6 @@ def check_config():
 
 # ---- values the schema's types allow but no trainer can use (issue 29): refused before any job ----
 # the trainers' own defaults where no level sets a key: TRAIN_DEFAULTS, PRETRAIN_DEFAULTS
-CLEAN_MAX = 175  # clean-corpus-n's max where a corpus sets no clean.max (also data.smk's clean_flags)
 
 
 def check_finite(where, value):
@@ -347,7 +346,7 @@ def check_trainable():
         levels = [(f"runs.{run}", own), ("train_defaults", config["train_defaults"]),
                   (f"models.{s['model']}", config["models"][s["model"]])]
         check_heads(levels, s, TRAIN_DEFAULTS)
-        clean_max = config["corpora"][s["corpus"]].get("clean", {}).get("max", CLEAN_MAX)
+        clean_max = config["corpora"][s["corpus"]].get("clean", {}).get("max", CLEAN_DEFAULTS["max"])
         check_batch_holds(levels, "max_tokens", s.get("max_tokens", TRAIN_DEFAULTS["max_tokens"]), clean_max + 1,
                           f"the longest training sentence corpora.{s['corpus']} keeps (clean.max {clean_max} + </s>)",
                           f" (lower corpora.{s['corpus']}.clean.max for smaller batches)")
