@@ -10,6 +10,10 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 sys.path.insert(0, f"{workflow.basedir}/workflow/lib")
+# the rule files import lnrepro.settings (what the package decides about a run's settings): a checkout's
+# own package first, so its workflow and its package never disagree (an installed one where there is none)
+if os.path.isdir(f"{workflow.basedir}/src/lnrepro"):
+    sys.path.insert(0, f"{workflow.basedir}/src")
 from run_progress import Progress  # noqa: E402  the terminal's progress lines and the summary at the end
 
 # --configfile replaces the demo instead of being merged into it

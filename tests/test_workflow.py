@@ -4,8 +4,6 @@ The end-to-end test runs the demo exactly as the README's quick start does (its 
 the README, in a scratch copy of the workflow) and asserts the papers' effects on the pipeline's own
 numbers, and what a reader gets: each figure's fonts and PNG, the report's previews in a browser.
 """
-import ast
-import itertools
 import json
 import os
 import re
@@ -14,7 +12,6 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pandas as pd
 import pytest
-import torch
 import yaml
 
 import browser
@@ -175,35 +172,6 @@ def test_a_config_of_corpora_alone_plans_their_data(tmp_path):
     assert target in proc.stdout
 
 
-def common_smk_constant(name):
-    """A literal of workflow/rules/common.smk (Snakemake runs without importing lnrepro)."""
-    text = (ROOT / "workflow" / "rules" / "common.smk").read_text()
-    return ast.literal_eval(re.search(rf"^{name} = (.+)$", text, re.M).group(1))
-
-
-def test_workflow_norm_checks_match_the_model_and_trainer():
-    """The pairs the config check refuses are the ones the model refuses; the others build and
-    Admin profiling gives omegas to the Admin side(s) only. The defaults it assumes are the trainer's."""
-    from lnrepro.core.admin import profile, set_omegas
-    from lnrepro.core.model import NORMS, ModelConfig, Transformer
-    from lnrepro.core.translation import TrainConfig
-
-    refused = common_smk_constant("UNSUPPORTED_NORM_PAIRS")
-    src, prev = torch.randint(4, 16, (2, 5)), torch.randint(4, 16, (2, 4))
-    for enc, dec in itertools.product(NORMS, NORMS):
-        settings = dict(vocab_size=16, d_model=8, ffn_dim=16, heads=2, enc_layers=2, dec_layers=2)
-        if (enc, dec) in refused:
-            with pytest.raises(ValueError):
-                ModelConfig(**settings, enc_norm=enc, dec_norm=dec)
-            continue
-        model = Transformer(ModelConfig(**settings, enc_norm=enc, dec_norm=dec))
-        omegas = profile(model, src, prev)
-        set_omegas(model, omegas)
-        assert [len(omegas["encoder"]), len(omegas["decoder"])] == [4 * (enc == "admin"), 6 * (dec == "admin")]
-    defaults = common_smk_constant("TRAINER_DEFAULTS")
-    assert {k: getattr(TrainConfig(), k) for k in defaults} == defaults
-
-
 def test_admin_on_one_side_plans_its_profiling(tmp_path):
     """Admin beside Post-LN is a supported hybrid: it plans, with its admin_profile job."""
     workflow_copy(tmp_path)
@@ -214,13 +182,6 @@ def test_admin_on_one_side_plans_its_profiling(tmp_path):
     proc = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", write_config(tmp_path, cfg))
     assert "run=admin_enc_post_dec" in planned_jobs(proc.stdout)["admin_profile"]
     assert "lnrepro admin-profile" in proc.stdout and " --method clinic-running " in proc.stdout
-
-
-def test_the_workflows_admin_profiling_method_is_the_codes():
-    """A param of the jobs that profile omega (a new method reruns them, Snakemake's params trigger);
-    admin-profile accepts only the code's own."""
-    from lnrepro.core.admin import METHOD
-    assert common_smk_constant("ADMIN_PROFILE_METHOD") == METHOD
 
 
 def test_lint_is_clean():

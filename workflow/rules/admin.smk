@@ -6,7 +6,6 @@
 # section; without a subsection its target is simply not in `rule all`.
 
 
-ADMIN_PROBE_KEYS = tuple(k for k in PROBE_KEYS if k != "device")  # width and batches of the probed run
 ADMIN_TARGETS = {  # subsection -> what it draws
     "gradients": ["results/figures/liu_fig5.pdf"],
     "output_change": ["results/figures/liu_fig2.pdf"],
@@ -99,7 +98,7 @@ def check_admin_run_settings():
             check_run_is(key, run, "its norm says", enc_norm=norm, dec_norm=norm)
             keys = sorted({*first, *run_settings(run)} - {"seed", "description"})
             check_run_is(key, run, f"the cell's runs differ only in seed, and {runs[0]} has",
-                         **{k: first.get(k, TRAINER_DEFAULTS.get(k)) for k in keys})
+                         **{k: first.get(k, RUN_VALUE_DEFAULTS.get(k)) for k in keys})
         seeds = [run_value(run, "seed") for run in runs]
         if len(set(seeds)) < len(seeds):
             config_error(f"admin.table2.seed_runs.{norm}: seeds {seeds} repeat (one run per seed)")
@@ -141,7 +140,7 @@ def admin_probe_data(section):
 def admin_probe_flags(section, keys):
     s, sec = admin_probe_settings(section), admin_cfg(section)
     own = {k: sec[k] for k in keys if k in sec}
-    width = cli_flags({k: s[k] for k in ADMIN_PROBE_KEYS if k in s})
+    width = picked_flags(s, ADMIN_PROBE_KEYS)
     return f"--data {bpe_dir(s['corpus'])}/bin {width} {cli_flags(own)} --title {shlex.quote(sec['title'])}"
 
 
@@ -222,9 +221,7 @@ def lr_grid_spec(wildcards):
 
 
 # ---- Figs 7-8: layer dependency beta at init and after training ----
-MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropout", "attn_dropout",
-              "act_dropout", "share_all_embeddings")
-DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "init", "seed", "max_tokens")  # what rebuilds a run's init
+# DEPENDENCY_KEYS (what rebuilds a run's init): lnrepro.settings
 
 
 def figure_cfg(section, fig):
@@ -264,7 +261,7 @@ def dependency_spec(wildcards):
 
 
 # ---- Figs 3 and 11: relative gradient and update norms between consecutive epoch checkpoints ----
-UPDATE_NORM_KEYS = ("optimizer", "max_tokens", "seed", "label_smoothing")  # what the probe needs of a run
+# UPDATE_NORM_KEYS (what the probe needs of a run): lnrepro.settings
 
 
 def update_norms_cfg(wildcards):

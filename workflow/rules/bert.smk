@@ -6,9 +6,6 @@
 # resource helpers (resources.smk) with translation runs.
 
 
-BERT_RUN_ONLY_KEYS = ("corpus", "model", "description")
-
-
 def check_bert_config():
     """Cross-references the schema cannot express; fails before any job runs."""
     b = bert_section()
@@ -46,8 +43,9 @@ def check_bert_phases(run, s):
     short, fraction = s.get("short_block_size", 0), s.get("short_fraction", 0)
     if bool(short) != bool(fraction):
         config_error(f"bert.runs.{run}: short_block_size and short_fraction are set together (both 0: one phase)")
-    if short >= s.get("block_size", 512):  # 512: lnrepro.training.pretrain's default
-        config_error(f"bert.runs.{run}.short_block_size: {short} is not below block_size {s.get('block_size', 512)}")
+    block_size = s.get("block_size", PRETRAIN_DEFAULTS["block_size"])
+    if short >= block_size:
+        config_error(f"bert.runs.{run}.short_block_size: {short} is not below block_size {block_size}")
 
 
 check_bert_config()
@@ -70,9 +68,7 @@ def pretrain_data(wildcards):
 def pretrain_flags(wildcards):
     """Only this run's settings reach its pre-training job."""
     s = bert_run_settings(wildcards.run)
-    flags = cli_flags({k: v for k, v in s.items() if k not in BERT_RUN_ONLY_KEYS + LAUNCH_KEYS})
-    layout = {k: v for k, v in s.items() if k in LAUNCH_KEYS and v != 1}
-    flags = f"{flags} {cli_flags(layout)}" if layout else flags
+    flags = launched_trainer_flags(s, BERT_RUN_ONLY_KEYS)
     return (flags + cap_flags(training_cap().get("bert_rounds", 0), training_cap().get("bert_round_updates", 0))
             + log_flags(wildcards.run))
 

@@ -46,7 +46,6 @@ def load_claims_file():
 
 
 PAPER_CLAIMS = load_claims_file()
-SCALE_WORDS = ("scaled", "seed_spread", "note", "not_at_this_scale")  # = lnrepro.analyses.claims.SCALE_ONLY
 
 
 def check_claims_config():
@@ -54,7 +53,7 @@ def check_claims_config():
     for name, scale in (config.get("claims") or {}).items():
         if name not in claims:
             config_error(f"claims.{name}: not a claim of {CLAIMS_FILE}{did_you_mean(name, list(claims))}")
-        changes = sorted(set(scale) - set(SCALE_WORDS))
+        changes = sorted(set(scale) - set(CLAIM_SCALE_WORDS))
         if "not_at_this_scale" in scale and ("scaled" in scale or changes):
             config_error(f"claims.{name}: not_at_this_scale gives no scaled verdict; it takes no `scaled` range or setting")
         if changes and "scaled" not in scale:  # claims.md shows why beside the scaled verdict
@@ -97,7 +96,7 @@ def missing_inputs(claim):
 
 def scaled_claim(name):
     scale = (config.get("claims") or {}).get(name) or {}
-    return {**PAPER_CLAIMS["claims"][name], **{k: v for k, v in scale.items() if k not in SCALE_WORDS}}
+    return {**PAPER_CLAIMS["claims"][name], **{k: v for k, v in scale.items() if k not in CLAIM_SCALE_WORDS}}
 
 
 @functools.cache  # the config is fixed once parsed: spec, inputs, tables and targets share one pass

@@ -16,6 +16,15 @@ import urllib.parse
 import jsonschema
 from snakemake.utils import validate
 
+# what the package decides about a run's settings (lnrepro.settings: torch-free, read at parse time):
+# the trainers' defaults, the norm pairs and inits the model builds, what each stage reads from a run,
+# a run's settings as a command's flags; also cleaning's defaults and a claim's scale words
+from lnrepro.settings import (ADMIN_PROBE_KEYS, ADMIN_PROFILE_METHOD, BERT_RUN_ONLY_KEYS, CLAIM_SCALE_WORDS,
+                              CLEAN_DEFAULTS, DEPENDENCY_KEYS, LAUNCH_DEFAULTS, LAUNCH_KEYS, LOG_KEYS,
+                              LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, PROBE_KEYS, RUN_VALUE_DEFAULTS,
+                              STEP_SCHEDULES, TRAIN_DEFAULTS, UPDATE_NORM_KEYS, WARMUP_PROBE_KEYS, cli_flags,
+                              launched_trainer_flags, picked_flags, trainer_flags)
+
 # Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
 # even when the environment was not activated.
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
@@ -27,27 +36,6 @@ include: "resources.smk"
 READY_SOURCES = ["generated", "iwslt14", "wmt14", "local"]
 ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from downloaded archives
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
-LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
-# what a training logs besides its log, not what it computes: kept out of run_settings (so out of the
-# figures' and other rules' params) and passed by the training rules only when true (log_flags), so a
-# config that leaves them out (or false) trains with the commands it had before they were keys
-LOG_KEYS = ("tensorboard",)
-NORMS = ("post", "pre", "admin", "fixup")
-# lnrepro.core.model refuses Admin beside Pre-LN (omega re-weights Post-LN residuals); Admin on one side
-# with Post-LN on the other builds, and admin-profile then writes omegas for that side only. FixUp
-# scales by the whole network's branch count: both sides or neither
-UNSUPPORTED_NORM_PAIRS = {("admin", "pre"), ("pre", "admin"), ("fixup", "post"), ("post", "fixup"), ("fixup", "pre"), ("pre", "fixup"), ("fixup", "admin"), ("admin", "fixup")}
-NORM_PAIRS = [(e, d) for e in NORMS for d in NORMS if (e, d) not in UNSUPPORTED_NORM_PAIRS]
-# what the trainer (lnrepro.core.translation.TrainConfig) uses where no level of the config sets the key
-TRAINER_DEFAULTS = {"enc_norm": "post", "dec_norm": "post", "lr": 5e-4, "adam_beta2": 0.98, "seed": 1, "init": "standard", "ffn_dim": 1024}
-# Admin's profiling method (lnrepro.core.admin.METHOD, also in omega.json): a param of every job that
-# profiles omega, so a new method reruns them (Snakemake's params trigger) and their trainings after
-ADMIN_PROFILE_METHOD = "clinic-running"
-# what a probe (probe.smk, admin.smk) takes from the probed run: its width and batches
-PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dropout", "share_all_embeddings",
-              "max_tokens", "label_smoothing", "device")
-
-
 def stop(line, detail=()):
     """One line, a blank line and a few of detail, then exit before any job runs: what a schema error
     prints (validate_config). A WorkflowError added three frames of this file to the line."""
@@ -188,17 +176,18 @@ def with_update_freq(settings, where):
         return settings
     if "update_freq" in settings:
         config_error(f"{where}: set update_tokens or update_freq, not both (update_tokens derives update_freq)")
-    per_pass = settings["max_tokens"] * settings.get("gpus", 1) * settings.get("nodes", 1)
+    gpus, nodes = ({**LAUNCH_DEFAULTS, **settings}[k] for k in ("gpus", "nodes"))
+    per_pass = settings["max_tokens"] * gpus * nodes
     freq, rest = divmod(settings["update_tokens"], per_pass)
     if rest or not freq:
         config_error(f"{where}.update_tokens: {settings['update_tokens']} is not a multiple of max_tokens x gpus "
-                     f"x nodes = {settings['max_tokens']} x {settings.get('gpus', 1)} x {settings.get('nodes', 1)}")
+                     f"x nodes = {settings['max_tokens']} x {gpus} x {nodes}")
     return {**settings, "update_freq": freq}
 
 
 def run_value(run, key):
     """The setting a translation run trains with, defaults of the trainer included."""
-    return run_settings(run).get(key, TRAINER_DEFAULTS.get(key))
+    return run_settings(run).get(key, RUN_VALUE_DEFAULTS.get(key))
 
 
 def run_norms(run):
@@ -251,7 +240,7 @@ def check_init(run):
         return
     if run_value(run, "ffn_dim") % 2:
         config_error(f"runs.{run}.init: looklinear needs an even ffn_dim (two mirrored halves), not {run_value(run, 'ffn_dim')}")
-    bad = [n for n in run_norms(run) if n in ("admin", "fixup")]
+    bad = [n for n in run_norms(run) if n in LOOKLINEAR_REFUSED_NORMS]
     if bad:
         config_error(f"runs.{run}.init: looklinear is an initialization of its own, not for norm '{bad[0]}' "
                      f"(Liu et al. 5.2 run it with post)")
@@ -308,11 +297,7 @@ def check_config():
 
 
 # ---- values the schema's types allow but no trainer can use (issue 29): refused before any job ----
-# the trainers' defaults where no level sets a key (lnrepro.core.translation.TrainConfig,
-# lnrepro.training.pretrain.PretrainConfig); not TRAINER_DEFAULTS, whose values reach rules' params
-TRAINER_SHAPE = {"d_model": 512, "heads": 4, "max_tokens": 4096}
-BERT_SHAPE = {"d_model": 768, "heads": 12, "max_tokens": 4096, "block_size": 512}
-CLEAN_MAX = 175  # clean-corpus-n's max where a corpus sets no clean.max (also data.smk's clean_flags)
+# the trainers' own defaults where no level sets a key: TRAIN_DEFAULTS, PRETRAIN_DEFAULTS
 
 
 def check_finite(where, value):
@@ -360,9 +345,9 @@ def check_trainable():
         s = run_settings(run)
         levels = [(f"runs.{run}", own), ("train_defaults", config["train_defaults"]),
                   (f"models.{s['model']}", config["models"][s["model"]])]
-        check_heads(levels, s, TRAINER_SHAPE)
-        clean_max = config["corpora"][s["corpus"]].get("clean", {}).get("max", CLEAN_MAX)
-        check_batch_holds(levels, "max_tokens", s.get("max_tokens", TRAINER_SHAPE["max_tokens"]), clean_max + 1,
+        check_heads(levels, s, TRAIN_DEFAULTS)
+        clean_max = config["corpora"][s["corpus"]].get("clean", {}).get("max", CLEAN_DEFAULTS["max"])
+        check_batch_holds(levels, "max_tokens", s.get("max_tokens", TRAIN_DEFAULTS["max_tokens"]), clean_max + 1,
                           f"the longest training sentence corpora.{s['corpus']} keeps (clean.max {clean_max} + </s>)",
                           f" (lower corpora.{s['corpus']}.clean.max for smaller batches)")
     b = bert_section()
@@ -370,10 +355,10 @@ def check_trainable():
         model = {**b.get("pretrain_defaults", {}), **own}.get("model")
         if model not in b.get("models", {}):
             continue  # bert.smk names it
-        s = {**BERT_SHAPE, **bert_run_settings(run)}
+        s = {**PRETRAIN_DEFAULTS, **bert_run_settings(run)}
         levels = [(f"bert.runs.{run}", own), ("bert.pretrain_defaults", b.get("pretrain_defaults", {})),
                   (f"bert.models.{model}", b["models"][model])]
-        check_heads(levels, s, BERT_SHAPE)
+        check_heads(levels, s, PRETRAIN_DEFAULTS)
         check_batch_holds(levels, "max_tokens", s["max_tokens"], s["block_size"],
                           f"{origin(levels, 'block_size') or 'block_size'}, the tokens of a sequence with [CLS]/[SEP]")
         if s.get("short_block_size") and s.get("short_max_tokens"):  # 0: derived from max_tokens, as large
@@ -421,11 +406,7 @@ def run_bin_dir(wildcards):
 
 
 # ---- flags -----------------------------------------------------------------------------------
-def cli_flags(settings):
-    """{'warmup_init_lr': 0} -> '--warmup-init-lr 0' (shell-quoted)."""
-    return " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in sorted(settings.items()))
-
-
+# cli_flags, trainer_flags, ...: lnrepro.settings
 # training_cap: a smoke test of a whole configuration (tests/test_paper_config.py). It reaches the
 # trainers as flags of their own, so a capped run records the cap (log, metrics' `capped` column,
 # checkpoint fingerprint) and is never resumed by, or mistaken for, a real one.

@@ -139,7 +139,7 @@ def tokenizer_flags(wildcards):
 
 
 def clean_flags(wildcards):
-    c = {"min": 1, "max": CLEAN_MAX, "ratio": 1.5, **corpus_cfg(wildcards.corpus).get("clean", {})}
+    c = {**CLEAN_DEFAULTS, **corpus_cfg(wildcards.corpus).get("clean", {})}
     return f"--min {c['min']} --max {c['max']} --ratio {c['ratio']}"
 
 

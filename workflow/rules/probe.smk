@@ -3,9 +3,6 @@
 # The section is optional: without it, Fig 3 is simply not in `rule all`.
 
 
-BATCH_KEYS = ("max_tokens", "label_smoothing", "device")  # what a checkpoint's probe takes from its run
-
-
 def check_probe_config():
     probe = config.get("gradient_probe")
     if probe:
@@ -35,9 +32,14 @@ def probe_settings():
     return run_settings(probe_cfg()["run"])
 
 
+def probed_depth():
+    """The probed run's decoder depth: probed at init beside the configured depths, and drawn in Fig 3."""
+    return probe_settings().get("dec_layers", TRAIN_DEFAULTS["dec_layers"])
+
+
 def probe_layers():
     """Depths probed at init: the configured model sizes and the probed run's own depth."""
-    return sorted(set(probe_cfg()["depths"]) | {probe_settings().get("dec_layers", 6)})
+    return sorted(set(probe_cfg()["depths"]) | {probed_depth()})
 
 
 def probe_data(wildcards):
@@ -57,7 +59,7 @@ def probe_common_flags():
 def probe_flags(wildcards):
     """At init: the probed run's width and batches; its depth and norm come from the wildcards."""
     s = probe_settings()
-    return f"{probe_common_flags()} {cli_flags({k: s[k] for k in PROBE_KEYS if k in s})}"
+    return f"{probe_common_flags()} {picked_flags(s, PROBE_KEYS)}"
 
 
 def warmup_probe_inputs(wildcards):
@@ -67,7 +69,7 @@ def warmup_probe_inputs(wildcards):
 def warmup_probe_flags(wildcards):
     """After warm-up: the checkpoint of the first epoch past the run's T_warmup updates."""
     s = run_settings(wildcards.run)
-    batches = {k: s[k] for k in BATCH_KEYS if k in s}
+    batches = {k: s[k] for k in WARMUP_PROBE_KEYS if k in s}
     return f"{probe_common_flags()} {cli_flags({**batches, 'after_updates': s['warmup']})}"
 
 
@@ -82,7 +84,7 @@ def gradient_figure_inputs(wildcards):
 
 def gradient_figure_spec(wildcards):
     p = probe_cfg()
-    return json.dumps({"title": p["title"], "panel_layers": probe_settings().get("dec_layers", 6)}, sort_keys=True)
+    return json.dumps({"title": p["title"], "panel_layers": probed_depth()}, sort_keys=True)
 
 
 rule probe_gradients:

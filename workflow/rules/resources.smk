@@ -53,12 +53,12 @@ def runtime(kind):
 
 # ---- GPUs and processes of a run ----------------------------------------------------------------
 def run_nodes(run):
-    return run_settings(run).get("nodes", 1)
+    return run_settings(run).get("nodes", LAUNCH_DEFAULTS["nodes"])
 
 
 def run_gpus(run):
     """Training processes per node: one per GPU (CPU worker processes when the device is cpu)."""
-    return run_settings(run).get("gpus", 1)
+    return run_settings(run).get("gpus", LAUNCH_DEFAULTS["gpus"])
 
 
 def wants_gpu(run):

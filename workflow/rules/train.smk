@@ -5,13 +5,9 @@
 # The shells `exec` the trainer: Snakemake's own child, it stops when Snakemake dies (loop.ParentWatch).
 
 
-RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens", "decode")  # resolved here or by evaluation, not passed to the trainer
-
-
 def model_flags(wildcards):
     """The run's own settings: what its training and its Admin profiling depend on."""
-    s = run_settings(wildcards.run)
-    return cli_flags({k: v for k, v in s.items() if k not in RUN_ONLY_KEYS + LAUNCH_KEYS})
+    return trainer_flags(run_settings(wildcards.run))
 
 
 def uses_admin(run):
@@ -25,15 +21,9 @@ def omega_file(run):
 
 def train_flags(wildcards):
     """Only this run's settings reach its training job, so an edit reruns only this run."""
-    flags = model_flags(wildcards)
-    # the process count changes every update's batch; 1 (the default) adds no flag
-    layout = {k: v for k, v in run_settings(wildcards.run).items() if k in LAUNCH_KEYS and v != 1}
-    flags = f"{flags} {cli_flags(layout)}" if layout else flags
+    flags = launched_trainer_flags(run_settings(wildcards.run))
     flags += f" --admin-omega {omega_file(wildcards.run)}" if uses_admin(wildcards.run) else ""
     return flags + train_cap_flags(wildcards.run) + log_flags(wildcards.run)
-
-
-STEP_SCHEDULES = ("step", "step_inverse_sqrt")
 
 
 def train_cap(run):

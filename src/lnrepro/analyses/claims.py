@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..args import json_object
 from ..core import provenance
+from ..settings import CLAIM_SCALE_WORDS
 
 HIGHER_IS_BETTER = {"bleu": True, "valid_loss": False, "valid_nll": False, "train_loss": False, "train_nll": False}
 COLUMNS = ["claim", "figure", "place", "paper", "paper_value", "paper_range", "ours", "paper_result", "scaled_range",
@@ -258,7 +259,7 @@ def table_claim(spec, runs_dir, tables):
 KINDS = {"gap": gap, "level": level, "sooner": sooner, "dominates": dominates, "table": table_claim}
 
 
-SCALE_ONLY = ("scaled", "seed_spread", "note", "not_at_this_scale")  # a scale's words, not its measurement
+SCALE_ONLY = CLAIM_SCALE_WORDS  # a scale's words, not its measurement
 
 
 def range_of(spec):

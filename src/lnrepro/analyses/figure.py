@@ -26,6 +26,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ..args import add_scale_note_argument, json_object  # noqa: E402
+from ..settings import STEP_SCHEDULES, TRAIN_DEFAULTS  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
 from .plotting import NORM_LABELS, legend, lr_text, save_figure, with_description  # noqa: E402
 
@@ -51,15 +52,16 @@ def run_label(s):
 
 def settings_label(s):
     """What the run trained, in the words of the papers' legends."""
-    enc, dec = s.get("enc_norm", "post"), s.get("dec_norm", "post")
+    d = TRAIN_DEFAULTS  # what the trainer used where the run sets nothing (but lr and warm-up: as given)
+    enc, dec = s.get("enc_norm", d["enc_norm"]), s.get("dec_norm", d["dec_norm"])
     norm = NORM_LABELS[enc] if enc == dec else f"{NORM_LABELS[enc]} enc / {NORM_LABELS[dec]} dec"
-    opt = {"adam": "Adam", "sgd": "SGD", "radam": "RAdam"}[s.get("optimizer", "adam")]
+    opt = {"adam": "Adam", "sgd": "SGD", "radam": "RAdam"}[s.get("optimizer", d["optimizer"])]
     parts = [norm, opt, f"lr {lr_text(s.get('lr', 0))}"]
     warmup = s.get("warmup", 0)
     parts.append(f"warm-up {warmup}" if warmup > 1 else "no warm-up")
-    sched = s.get("schedule", "inverse_sqrt")
-    if sched in ("step", "step_inverse_sqrt") and s.get("decay_epoch"):
-        parts.append(f"x{s.get('decay_factor', 0.1)} at ep {s['decay_epoch']}")
+    sched = s.get("schedule", d["schedule"])
+    if sched in STEP_SCHEDULES and s.get("decay_epoch"):
+        parts.append(f"x{s.get('decay_factor', d['decay_factor'])} at ep {s['decay_epoch']}")
     elif sched in ("linear", "constant"):
         parts.append(f"{sched} lr")
     return ", ".join(parts)

@@ -23,6 +23,7 @@ import torch  # noqa: E402
 from ..core.data import PAD, Dictionary, ParallelData  # noqa: E402
 from ..core.model import ModelConfig, Transformer  # noqa: E402
 from ..core.translation import load_model  # noqa: E402
+from ..settings import TRAIN_DEFAULTS  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 from .probing import (add_trained_probe_arguments, epoch_checkpoints, init_model, probe_batches,  # noqa: E402
                       use_threads, write_probe)
@@ -101,14 +102,15 @@ def run_models(run, settings, runs_dir, vocab_size, batch):
     """(state, model) at initialization (the run's seed; Admin profiled on the batch) and trained."""
     names = {f.name for f in fields(ModelConfig)}
     cfg = ModelConfig(vocab_size=vocab_size, **{k: v for k, v in settings.items() if k in names})
-    yield "init", init_model(cfg, settings.get("seed", 1), batch)
+    yield "init", init_model(cfg, settings.get("seed", TRAIN_DEFAULTS["seed"]), batch)
     yield "trained", load_model(last_checkpoint(Path(runs_dir) / "train" / run / "metrics.csv"))
 
 
 def measure(spec, runs_dir, data, vocab_size):
     rows = []
     for run, settings in spec["runs"].items():
-        batch = probe_batches(data, settings.get("max_tokens", 4096), 1, settings.get("seed", 1))[0]
+        s = {**TRAIN_DEFAULTS, **settings}
+        batch = probe_batches(data, s["max_tokens"], 1, s["seed"])[0]
         for state, model in run_models(run, settings, runs_dir, vocab_size, batch):
             for side, beta in layer_dependency(model, *batch[:2]).items():
                 for i in range(beta.shape[0]):

@@ -27,6 +27,7 @@ import math
 from pathlib import Path
 
 from lnrepro.args import json_object
+from lnrepro.settings import LAUNCH_DEFAULTS, PRETRAIN_DEFAULTS, TRAIN_DEFAULTS
 from lnrepro.training.retain import needed_epochs
 
 # ---- the corpora's sizes where the config states none (sentence pairs in the training split) ----
@@ -54,10 +55,7 @@ TOP = 5
 # so max_len x pairs bounds an epoch's tokens from above
 GLUE_TRAIN_PAIRS = {"mrpc": 3_668, "rte": 2_490}
 
-# lnrepro.core.model.ModelConfig's defaults (tests/test_plan.py compares them)
-MODEL_DEFAULTS = {"d_model": 512, "ffn_dim": 1024, "enc_layers": 6, "dec_layers": 6, "share_all_embeddings": False}
-BERT_DEFAULTS = {"d_model": 768, "ffn_dim": 3072, "layers": 12, "norm": "post", "block_size": 512, "nsp": True,
-                 "max_tokens": 4096, "valid_interval": 50_000}
+# where a run sets no value: the trainers' defaults (lnrepro.settings: TRAIN_DEFAULTS, PRETRAIN_DEFAULTS)
 
 
 # ---- parameters ------------------------------------------------------------------------------
@@ -76,9 +74,9 @@ def sublayer_params(d, norm):
 def translation_params(settings, vocab):
     """lnrepro.core.model.Transformer's parameter count: the decoder's embedding is also the output
     projection; share_all_embeddings makes it the encoder's too; Pre-LN adds a final LayerNorm."""
-    s = {**MODEL_DEFAULTS, **settings}
+    s = {**TRAIN_DEFAULTS, **settings}
     d, f = s["d_model"], s["ffn_dim"]
-    enc, dec = (s.get(side, s.get("norm", "post")) for side in ("enc_norm", "dec_norm"))
+    enc, dec = (settings.get(side, settings.get("norm", TRAIN_DEFAULTS[side])) for side in ("enc_norm", "dec_norm"))
     enc_layer = attention_params(d, enc == "fixup") + ffn_params(d, f, enc == "fixup") + 2 * sublayer_params(d, enc)
     dec_layer = (2 * attention_params(d, dec == "fixup") + ffn_params(d, f, dec == "fixup")
                  + 3 * sublayer_params(d, dec))
@@ -90,7 +88,7 @@ def translation_params(settings, vocab):
 def bert_params(settings, vocab):
     """lnrepro.core.bert.Bert's: token, position (block_size) and segment embeddings with their
     LayerNorm, encoder layers, the masked-LM head (tied output, own bias) and NSP's pooler and head."""
-    s = {**BERT_DEFAULTS, **settings}
+    s = {**PRETRAIN_DEFAULTS, **settings}
     d, f, norm = s["d_model"], s["ffn_dim"], s["norm"]
     layer = attention_params(d) + ffn_params(d, f) + 2 * sublayer_params(d, norm)
     embeddings = vocab * d + s["block_size"] * d + 2 * d + 2 * d
@@ -143,11 +141,11 @@ def corpus_data_bytes(corpus):
 
 # ---- runs ------------------------------------------------------------------------------------
 def processes(s):
-    return s.get("gpus", 1) * s.get("nodes", 1)
+    return s.get("gpus", LAUNCH_DEFAULTS["gpus"]) * s.get("nodes", LAUNCH_DEFAULTS["nodes"])
 
 
 def plan_translation(name, s, corpus, vocab, rates, needs=None):
-    tokens_per_update = s.get("max_tokens", 4096) * processes(s) * s.get("update_freq", 1)
+    tokens_per_update = s.get("max_tokens", TRAIN_DEFAULTS["max_tokens"]) * processes(s) * s.get("update_freq", 1)
     pairs = train_pairs(corpus)
     rounds = min(s.get("epochs", 1), s.get("max_rounds") or math.inf)  # training_cap: the trainer's flags
     if s.get("max_updates"):
@@ -163,7 +161,7 @@ def plan_translation(name, s, corpus, vocab, rates, needs=None):
 
 
 def plan_bert(name, s, vocab, rates, needs=None):
-    s = {**BERT_DEFAULTS, **s}
+    s = {**PRETRAIN_DEFAULTS, **s}
     long_tokens = s["max_tokens"]
     short = s.get("short_max_tokens") or long_tokens
     frac = s.get("short_fraction", 0) if s.get("short_block_size") else 0
@@ -212,7 +210,8 @@ def run_row(name, kind, s, params, updates, tokens_per_update, rounds_done, rate
     tokens = updates * tokens_per_update
     flops = 6 * params * tokens
     precision = s.get("precision", "fp32")
-    epoch_ckpt, last_ckpt = checkpoint_bytes(params, s.get("optimizer", "adam"), s.get("momentum", 0.0))
+    optimizer = s.get("optimizer", TRAIN_DEFAULTS["optimizer"])
+    epoch_ckpt, last_ckpt = checkpoint_bytes(params, optimizer, s.get("momentum", 0.0))
     kept = retained_rounds(rounds_done, needs)
     return {"run": name, "kind": kind, "params": params, "updates": updates, "tokens": tokens, "flops": flops,
             "gpu_hours": flops / rates[precision] / 3600, "checkpoints": len(rounds_done) + 1, "precision": precision,

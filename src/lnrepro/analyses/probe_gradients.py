@@ -22,6 +22,7 @@ from ..core.data import PAD, Dictionary, ParallelData
 from ..core.loop import pick_device
 from ..core.model import ModelConfig, Transformer, label_smoothed_loss
 from ..core.translation import load_model
+from ..settings import TRAIN_DEFAULTS
 from .probing import EPSILONS, add_model_arguments, concentration, pick_batches
 
 GRAD_COLUMNS = ["state", "norm", "layers", "seed", "side", "layer", "index", "matrix",
@@ -113,7 +114,7 @@ def add_arguments(p):
                         "probe at init")
     p.add_argument("--after-updates", type=int, default=0,
                    help="with --checkpoint-metrics: the first epoch checkpoint with at least this many updates")
-    add_model_arguments(p, dict(d_model=512, ffn_dim=1024, heads=4, dropout=0.3, attn_dropout=0.0, act_dropout=0.0),
+    add_model_arguments(p, TRAIN_DEFAULTS,  # the trainer's: Xiong et al.'s IWSLT model
                         seeds=10, seeds_help="seeds 1..N: initialization, batches drawn, dropout")
     p.add_argument("--batches", type=int, default=4, help="mini-batches per expectation")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda (fp32: gradients are the measurement)")

@@ -22,6 +22,7 @@ from ..core.admin import profile, set_omegas
 from ..core.batching import collate, make_batches
 from ..core.data import PAD, Dictionary, ParallelData
 from ..core.model import Transformer, label_smoothed_loss
+from ..settings import TRAIN_DEFAULTS
 
 EPSILONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # epsilon grid of the concentration property
 
@@ -125,10 +126,13 @@ def add_model_arguments(p, widths, seeds, seeds_help):
     its seeds and threads. Depth and norms differ between probes and are their own."""
     for name, kind in MODEL_WIDTH:
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=widths[name], help=WIDTH_HELP[name])
-    p.add_argument("--share-all-embeddings", type=str2bool, default=False, metavar="BOOL",
+    p.add_argument("--share-all-embeddings", type=str2bool, default=TRAIN_DEFAULTS["share_all_embeddings"],
+                   metavar="BOOL",
                    help="one embedding for encoder, decoder and output projection (true/false, 1/0, yes/no)")
-    p.add_argument("--max-tokens", type=int, default=4096, help="batch size as the trainer builds them")
-    p.add_argument("--label-smoothing", type=float, default=0.1, help="label smoothing of the loss probed")
+    p.add_argument("--max-tokens", type=int, default=TRAIN_DEFAULTS["max_tokens"],
+                   help="batch size as the trainer builds them")
+    p.add_argument("--label-smoothing", type=float, default=TRAIN_DEFAULTS["label_smoothing"],
+                   help="label smoothing of the loss probed")
     p.add_argument("--seeds", type=int, default=seeds, help=seeds_help)
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
 

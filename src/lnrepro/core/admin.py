@@ -30,10 +30,11 @@ from pathlib import Path
 
 import torch
 
+from ..settings import ADMIN_PROFILE_METHOD
 from .model import ResidualSublayer, Transformer
 
 # written into omega.json; a file without it (or with another) is refused by load_omegas
-METHOD = "clinic-running"
+METHOD = ADMIN_PROFILE_METHOD
 
 
 def admin_sublayers(module):

@@ -43,6 +43,7 @@ import torch.distributed as dist
 
 from .. import __version__
 from ..args import str2bool
+from ..settings import LAUNCH_DEFAULTS, LOOP_DEFAULTS
 from .divergence import DivergenceCheck
 from .fairseq_optim import ClinicRAdam, FairseqAdam
 from .precision import FP16_SETTINGS, PRECISIONS, MinimumLossScaleReached, Precision
@@ -75,11 +76,12 @@ def setting(default, help, choices=None):
 class LoopConfig:
     """What every trainer shares; the task's own settings extend it (train.TrainConfig, ...)."""
     # optimizer
-    optimizer: str = setting("adam", "adam = AdamW (fairseq's Adam, decoupled weight decay); sgd; "
+    optimizer: str = setting(LOOP_DEFAULTS["optimizer"], "adam = AdamW (fairseq's Adam, decoupled weight decay); sgd; "
                              "radam = RAdam (Liu et al.)", OPTIMIZERS)
-    lr: float = setting(5e-4, "peak learning rate (lr_max; after warm-up)")
+    lr: float = setting(LOOP_DEFAULTS["lr"], "peak learning rate (lr_max; after warm-up)")
     adam_beta1: float = setting(0.9, "Adam/RAdam beta1")
-    adam_beta2: float = setting(0.98, "Adam/RAdam beta2 (the paper's 0.98; Liu et al. Fig 10 varies it)")
+    adam_beta2: float = setting(LOOP_DEFAULTS["adam_beta2"],
+                                "Adam/RAdam beta2 (the paper's 0.98; Liu et al. Fig 10 varies it)")
     adam_eps: float = setting(1e-8, "Adam/RAdam epsilon")
     optimizer_impl: str = setting("torch", "Adam/RAdam update equations: torch = torch.optim.AdamW (eps added "
                                   "to the bias-corrected sqrt(v)) and RAdam (SGD-like steps while "
@@ -90,16 +92,16 @@ class LoopConfig:
     weight_decay: float = setting(0.0, "weight decay, decoupled as fairseq's Adam")
     clip_norm: float = setting(0.0, "clip the gradient's global L2 norm to this; 0 = no clipping")
     # learning-rate schedule
-    schedule: str = setting("inverse_sqrt", "lr schedule after warm-up (lnrepro.core.schedule)", SCHEDULES)
-    warmup: int = setting(4000, "linear warm-up, in updates (the paper's T_warmup); 0 = none")
+    schedule: str = setting(LOOP_DEFAULTS["schedule"], "lr schedule after warm-up (lnrepro.core.schedule)", SCHEDULES)
+    warmup: int = setting(LOOP_DEFAULTS["warmup"], "linear warm-up, in updates (the paper's T_warmup); 0 = none")
     warmup_init_lr: float = setting(0.0, "lr the warm-up starts from")
     decay_epoch: int = setting(0, "step schedules: multiply the lr by --decay-factor from this epoch on")
-    decay_factor: float = setting(0.1, "step schedules: lr multiplier from --decay-epoch on")
+    decay_factor: float = setting(LOOP_DEFAULTS["decay_factor"], "step schedules: lr multiplier from --decay-epoch on")
     end_lr: float = setting(0.0, "linear schedule: lr at the last update")
     # batches
-    max_tokens: int = setting(4096, "batch size in tokens per process and micro-batch")
+    max_tokens: int = setting(LOOP_DEFAULTS["max_tokens"], "batch size in tokens per process and micro-batch")
     update_freq: int = setting(1, "micro-batches accumulated per update")
-    seed: int = setting(1, "seed of initialization, batch order, dropout (and masking)")
+    seed: int = setting(LOOP_DEFAULTS["seed"], "seed of initialization, batch order, dropout (and masking)")
     divergence_factor: float = setting(3.0, "train loss above this times log2(vocab size) counts as diverged")
     divergence_interval: int = setting(100, "updates between divergence checks (and one at each round's end): "
                                        "a schedule of updates, so a verdict never depends on machine speed")
@@ -225,8 +227,9 @@ def add_config_arguments(p, config_class):
         else:
             p.add_argument(flag, type=type(f.default), default=f.default, choices=f.metadata.get("choices"),
                            help=help_text)
-    p.add_argument("--nodes", type=int, default=1, help="nodes to train on (several: inside a SLURM job, via srun)")
-    p.add_argument("--gpus", type=int, default=1,
+    p.add_argument("--nodes", type=int, default=LAUNCH_DEFAULTS["nodes"],
+                   help="nodes to train on (several: inside a SLURM job, via srun)")
+    p.add_argument("--gpus", type=int, default=LAUNCH_DEFAULTS["gpus"],
                    help="processes per node: one per GPU (CPU workers with --device cpu); see lnrepro.core.launch")
 
 

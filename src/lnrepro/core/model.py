@@ -12,39 +12,39 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..settings import INITS, LOOKLINEAR_REFUSED_NORMS, NORMS, TRAIN_DEFAULTS, norm_pair_refusal
 from .data import PAD
-
-NORMS = ("post", "pre", "admin", "fixup")
-INITS = ("standard", "looklinear")  # looklinear: Balduzzi et al. 2017 §5, for the ReLU FFN (below)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     vocab_size: int
-    d_model: int = 512
-    ffn_dim: int = 1024
-    heads: int = 4
-    enc_layers: int = 6
-    dec_layers: int = 6
-    dropout: float = 0.3
-    attn_dropout: float = 0.0
-    act_dropout: float = 0.0
-    enc_norm: str = "post"  # post | pre | admin, chosen separately for encoder and decoder
-    dec_norm: str = "post"
-    share_all_embeddings: bool = False  # encoder embedding = decoder embedding = output projection
+    d_model: int = TRAIN_DEFAULTS["d_model"]
+    ffn_dim: int = TRAIN_DEFAULTS["ffn_dim"]
+    heads: int = TRAIN_DEFAULTS["heads"]
+    enc_layers: int = TRAIN_DEFAULTS["enc_layers"]
+    dec_layers: int = TRAIN_DEFAULTS["dec_layers"]
+    dropout: float = TRAIN_DEFAULTS["dropout"]
+    attn_dropout: float = TRAIN_DEFAULTS["attn_dropout"]
+    act_dropout: float = TRAIN_DEFAULTS["act_dropout"]
+    enc_norm: str = TRAIN_DEFAULTS["enc_norm"]  # post | pre | admin, chosen separately for encoder and decoder
+    dec_norm: str = TRAIN_DEFAULTS["dec_norm"]
+    # encoder embedding = decoder embedding = output projection
+    share_all_embeddings: bool = TRAIN_DEFAULTS["share_all_embeddings"]
     max_positions: int = 1024
     fused_attention: bool = True  # F.scaled_dot_product_attention; False = the plain path below
     activation: str = "relu"  # of the FFN; BERT (lnrepro.core.bert) uses gelu
-    init: str = "standard"  # standard | looklinear (FixUp is a norm: it also removes the LayerNorms)
+    init: str = TRAIN_DEFAULTS["init"]  # standard | looklinear (FixUp is a norm: it also removes the LayerNorms)
 
     def __post_init__(self):
         for side in ("enc_norm", "dec_norm"):
             if getattr(self, side) not in NORMS:
                 raise ValueError(f"{side}={getattr(self, side)!r}: expected one of {NORMS}")
-        if "admin" in (self.enc_norm, self.dec_norm) and "pre" in (self.enc_norm, self.dec_norm):
+        refusal = norm_pair_refusal(self.enc_norm, self.dec_norm)
+        if refusal == "admin":
             raise ValueError(f"enc_norm={self.enc_norm!r}, dec_norm={self.dec_norm!r}: Admin re-weights "
                              "Post-LN residuals; combine it with 'admin' or 'post' only")
-        if "fixup" in (self.enc_norm, self.dec_norm) and self.enc_norm != self.dec_norm:
+        if refusal == "fixup":
             raise ValueError(f"enc_norm={self.enc_norm!r}, dec_norm={self.dec_norm!r}: FixUp rescales the "
                              "whole network's branches by its total branch count; set 'fixup' on both sides")
         if self.activation not in ("relu", "gelu"):
@@ -80,7 +80,7 @@ def check_looklinear(cfg):
     if cfg.ffn_dim % 2:
         raise ValueError(f"init='looklinear' needs an even ffn_dim (two mirrored halves), not {cfg.ffn_dim}")
     for side in ("enc_norm", "dec_norm"):
-        if getattr(cfg, side) in ("fixup", "admin"):
+        if getattr(cfg, side) in LOOKLINEAR_REFUSED_NORMS:
             raise ValueError(f"init='looklinear' with {side}={getattr(cfg, side)!r}: LookLinear is an "
                              "initialization of its own (Liu et al. §5.2 run it with Post-LN); use post or pre")
 

@@ -14,7 +14,8 @@ from .batching import collate, epoch_order, make_batches, pair_lengths, too_long
 from .data import PAD, Dictionary, ParallelData
 from .loop import (LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, load_checkpoint,
                    load_input, log, setting)
-from .model import INITS, NORMS, ModelConfig, Transformer, label_smoothed_loss
+from ..settings import INITS, NORMS, TRAIN_DEFAULTS
+from .model import ModelConfig, Transformer, label_smoothed_loss
 
 MAX_POSITIONS = ModelConfig.max_positions  # the longest sentence the model's positional embeddings take
 
@@ -22,23 +23,25 @@ MAX_POSITIONS = ModelConfig.max_positions  # the longest sentence the model's po
 @dataclass(frozen=True)
 class TrainConfig(LoopConfig):
     # model (Xiong et al. §5; fairseq transformer_iwslt_de_en by default)
-    enc_layers: int = setting(6, "encoder layers")
-    dec_layers: int = setting(6, "decoder layers")
-    d_model: int = setting(512, "model width d (embeddings, residual stream)")
-    ffn_dim: int = setting(1024, "inner width of the feed-forward sublayers")
-    heads: int = setting(4, "attention heads")
-    dropout: float = setting(0.3, "dropout on embeddings and sublayer outputs")
-    attn_dropout: float = setting(0.0, "dropout on attention weights")
-    act_dropout: float = setting(0.0, "dropout after the FFN activation")
-    enc_norm: str = setting("post", "encoder residual sublayers: Post-LN, Pre-LN (Xiong et al. Table 1), Admin "
-                            "(Liu et al. 4.3) or FixUp (no LayerNorm; Liu et al. 5.2; both sides)", NORMS)
-    dec_norm: str = setting("post", "decoder residual sublayers, as --enc-norm", NORMS)
-    init: str = setting("standard", "weight init: standard (fairseq's) or looklinear (mirrored ReLU FFN halves, "
-                        "Balduzzi et al. 2017; Liu et al. 5.2 run it with Post-LN)", INITS)
-    share_all_embeddings: bool = setting(False, "one embedding for encoder, decoder and output projection")
+    enc_layers: int = setting(TRAIN_DEFAULTS["enc_layers"], "encoder layers")
+    dec_layers: int = setting(TRAIN_DEFAULTS["dec_layers"], "decoder layers")
+    d_model: int = setting(TRAIN_DEFAULTS["d_model"], "model width d (embeddings, residual stream)")
+    ffn_dim: int = setting(TRAIN_DEFAULTS["ffn_dim"], "inner width of the feed-forward sublayers")
+    heads: int = setting(TRAIN_DEFAULTS["heads"], "attention heads")
+    dropout: float = setting(TRAIN_DEFAULTS["dropout"], "dropout on embeddings and sublayer outputs")
+    attn_dropout: float = setting(TRAIN_DEFAULTS["attn_dropout"], "dropout on attention weights")
+    act_dropout: float = setting(TRAIN_DEFAULTS["act_dropout"], "dropout after the FFN activation")
+    enc_norm: str = setting(TRAIN_DEFAULTS["enc_norm"], "encoder residual sublayers: Post-LN, Pre-LN (Xiong et al. "
+                            "Table 1), Admin (Liu et al. 4.3) or FixUp (no LayerNorm; Liu et al. 5.2; both sides)",
+                            NORMS)
+    dec_norm: str = setting(TRAIN_DEFAULTS["dec_norm"], "decoder residual sublayers, as --enc-norm", NORMS)
+    init: str = setting(TRAIN_DEFAULTS["init"], "weight init: standard (fairseq's) or looklinear (mirrored ReLU FFN "
+                        "halves, Balduzzi et al. 2017; Liu et al. 5.2 run it with Post-LN)", INITS)
+    share_all_embeddings: bool = setting(TRAIN_DEFAULTS["share_all_embeddings"],
+                                         "one embedding for encoder, decoder and output projection")
     admin_omega: str = setting("", "omega.json from `lnrepro admin-profile` (norm admin only); empty = none")
     # objective and length
-    label_smoothing: float = setting(0.1, "label smoothing of the cross-entropy loss")
+    label_smoothing: float = setting(TRAIN_DEFAULTS["label_smoothing"], "label smoothing of the cross-entropy loss")
     epochs: int = setting(50, "epochs to train (one round = one epoch)")
 
     def model_summary(self):

@@ -8,6 +8,7 @@ or a word-count ratio above ratio in either direction. Kept pairs are written no
 import re
 import sys
 
+from ..settings import CLEAN_DEFAULTS
 from . import InputError, atomic_open_all, read_parallel
 
 # Perl's \s on Unicode strings; Python's \s would also match \x1c-\x1f
@@ -23,7 +24,8 @@ def normalize(line, factored=False):
     return _SPACES.sub(" ", line).strip(" ")
 
 
-def keep(src, tgt, min_len=1, max_len=175, ratio=1.5, max_word_length=1000):
+def keep(src, tgt, min_len=CLEAN_DEFAULTS["min"], max_len=CLEAN_DEFAULTS["max"], ratio=CLEAN_DEFAULTS["ratio"],
+         max_word_length=1000):
     """Whether a normalised pair passes clean-corpus-n.perl's filters."""
     if not src or not tgt:
         return False
@@ -37,8 +39,8 @@ def keep(src, tgt, min_len=1, max_len=175, ratio=1.5, max_word_length=1000):
     return not (too_long.search(src) or too_long.search(tgt))
 
 
-def clean_corpus(src_in, tgt_in, src_out, tgt_out, min_len=1, max_len=175, ratio=1.5,
-                 max_word_length=1000):
+def clean_corpus(src_in, tgt_in, src_out, tgt_out, min_len=CLEAN_DEFAULTS["min"], max_len=CLEAN_DEFAULTS["max"],
+                 ratio=CLEAN_DEFAULTS["ratio"], max_word_length=1000):
     """Returns (pairs read, pairs kept)."""
     n_in = n_out = 0
     factored = None
@@ -66,9 +68,9 @@ def add_arguments(p):
     p.add_argument("--tgt-in", required=True, help="target text, line-aligned with --src-in")
     p.add_argument("--src-out", required=True, help="kept source lines")
     p.add_argument("--tgt-out", required=True, help="kept target lines")
-    p.add_argument("--min", type=int, default=1, help="minimum words per side")
-    p.add_argument("--max", type=int, default=175, help="maximum words per side")
-    p.add_argument("--ratio", type=float, default=1.5,
+    p.add_argument("--min", type=int, default=CLEAN_DEFAULTS["min"], help="minimum words per side")
+    p.add_argument("--max", type=int, default=CLEAN_DEFAULTS["max"], help="maximum words per side")
+    p.add_argument("--ratio", type=float, default=CLEAN_DEFAULTS["ratio"],
                    help="maximum word-count ratio either way")
     p.add_argument("--max-word-length", type=int, default=1000,
                    help="drop pairs with a longer word, in characters")

@@ -39,31 +39,34 @@ from ..core.data import PAD, Dictionary
 from ..core.loop import (LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files,
                          file_digests, fit, load_input, setting)
 from ..core.mono_data import MASK, MonoData
+from ..settings import PRETRAIN_DEFAULTS
 
 
 @dataclass(frozen=True)
 class PretrainConfig(LoopConfig):
     # model: BERT-base (Devlin et al.; Xiong et al. supplementary §1.2)
-    layers: int = setting(12, "encoder layers (BERT-base: 12)")
-    d_model: int = setting(768, "model width d")
-    ffn_dim: int = setting(3072, "inner width of the feed-forward sublayers")
-    heads: int = setting(12, "attention heads")
+    layers: int = setting(PRETRAIN_DEFAULTS["layers"], "encoder layers (BERT-base: 12)")
+    d_model: int = setting(PRETRAIN_DEFAULTS["d_model"], "model width d")
+    ffn_dim: int = setting(PRETRAIN_DEFAULTS["ffn_dim"], "inner width of the feed-forward sublayers")
+    heads: int = setting(PRETRAIN_DEFAULTS["heads"], "attention heads")
     dropout: float = setting(0.1, "dropout on embeddings and sublayer outputs")
     attn_dropout: float = setting(0.1, "dropout on attention weights")
     init_std: float = setting(0.02, "weights drawn from N(0, init_std)")
     ln_eps: float = setting(1e-5, "every LayerNorm's eps (BERT's released code: 1e-12)")
-    norm: str = setting("post", "residual sublayers: Post-LN or Pre-LN (Xiong et al. Fig 5a)", BERT_NORMS)
+    norm: str = setting(PRETRAIN_DEFAULTS["norm"], "residual sublayers: Post-LN or Pre-LN (Xiong et al. Fig 5a)",
+                        BERT_NORMS)
     # objective and length
-    block_size: int = setting(512, "tokens per instance ([CLS] A [SEP] (B [SEP]))")
+    block_size: int = setting(PRETRAIN_DEFAULTS["block_size"], "tokens per instance ([CLS] A [SEP] (B [SEP]))")
     # a first phase of shorter sequences (Devlin et al. A.2); short_block_size 0 = one phase
     short_block_size: int = setting(0, "block size of a first, shorter phase (Devlin et al. A.2: 128); 0 = one phase")
     short_fraction: float = setting(0.0, "fraction of --max-updates in the short phase (set with --short-block-size)")
     short_max_tokens: int = setting(0, "batch tokens in the short phase; 0 = as many sequences as --max-tokens holds "
                                     "at --block-size")
-    nsp: bool = setting(True, "next-sentence prediction as well as masked LM")
+    nsp: bool = setting(PRETRAIN_DEFAULTS["nsp"], "next-sentence prediction as well as masked LM")
     mask_prob: float = setting(0.15, "fraction of tokens masked")
     max_updates: int = setting(1_000_000, "updates in all")
-    valid_interval: int = setting(50_000, "updates per round: validation loss and a checkpoint after each")
+    valid_interval: int = setting(PRETRAIN_DEFAULTS["valid_interval"],
+                                  "updates per round: validation loss and a checkpoint after each")
     valid_max_sequences: int = setting(0, "validate on at most this many sequences; 0 = the whole valid split")
 
     def __post_init__(self):

@@ -1,0 +1,110 @@
+"""A run's settings, decided once: the trainers' defaults, the norm pairs the model builds, what each
+stage reads from a run and how a run's settings become a command's flags.
+
+Torch-free (it imports the standard library only): the workflow imports it when Snakemake parses
+the rule files, and the trainers (lnrepro.core.loop, lnrepro.core.translation,
+lnrepro.training.pretrain), the model (lnrepro.core.model) and the analyses that fall back on a
+trainer's default (figure legends, probes, the cost plan) read it, so a default or refusal is
+stated here once. tests/test_settings.py checks what it says against the code that uses it.
+"""
+import shlex
+
+# ---- norms and inits the translation model builds (lnrepro.core.model) ----
+NORMS = ("post", "pre", "admin", "fixup")
+INITS = ("standard", "looklinear")  # looklinear: Balduzzi et al. 2017 §5, for the ReLU FFN
+# LookLinear mirrors the FFN's ReLU halves through LayerNorm's residuals: not with these norms
+LOOKLINEAR_REFUSED_NORMS = ("fixup", "admin")
+
+
+def norm_pair_refusal(enc_norm, dec_norm):
+    """Why the model refuses enc_norm/dec_norm, or None where it builds: 'admin' (Admin re-weights
+    Post-LN residuals, so never beside Pre-LN; Admin on one side with Post-LN on the other builds, and
+    admin-profile then writes omegas for that side only) or 'fixup' (FixUp scales by the whole
+    network's branch count: both sides or neither)."""
+    pair = (enc_norm, dec_norm)
+    if "admin" in pair and "pre" in pair:
+        return "admin"
+    if "fixup" in pair and enc_norm != dec_norm:
+        return "fixup"
+    return None
+
+
+NORM_PAIRS = tuple((e, d) for e in NORMS for d in NORMS if norm_pair_refusal(e, d) is None)
+
+# ---- the trainers' defaults (their config classes read them from here) ----
+# what every trainer shares (lnrepro.core.loop.LoopConfig), where the workflow or a figure reads it
+LOOP_DEFAULTS = {"optimizer": "adam", "lr": 5e-4, "adam_beta2": 0.98, "schedule": "inverse_sqrt", "warmup": 4000,
+                 "decay_factor": 0.1, "max_tokens": 4096, "seed": 1}
+# translation (lnrepro.core.translation.TrainConfig; fairseq's transformer_iwslt_de_en)
+TRAIN_DEFAULTS = {**LOOP_DEFAULTS, "enc_layers": 6, "dec_layers": 6, "d_model": 512, "ffn_dim": 1024, "heads": 4,
+                  "dropout": 0.3, "attn_dropout": 0.0, "act_dropout": 0.0, "share_all_embeddings": False,
+                  "enc_norm": "post", "dec_norm": "post", "init": "standard", "label_smoothing": 0.1}
+# BERT pre-training (lnrepro.training.pretrain.PretrainConfig; BERT-base)
+PRETRAIN_DEFAULTS = {**LOOP_DEFAULTS, "layers": 12, "d_model": 768, "ffn_dim": 3072, "heads": 12, "norm": "post",
+                     "block_size": 512, "nsp": True, "valid_interval": 50_000}
+# the defaults a translation run's value falls back to in the workflow (run_value: its checks and the
+# params of the Admin tables and figures); a key not here stays unset (None) there, so adding one
+# changes those jobs' params
+RUN_VALUE_KEYS = ("enc_norm", "dec_norm", "lr", "adam_beta2", "seed", "init", "ffn_dim")
+RUN_VALUE_DEFAULTS = {k: TRAIN_DEFAULTS[k] for k in RUN_VALUE_KEYS}
+# the schedules of lnrepro.core.schedule that step the lr down at decay_epoch
+STEP_SCHEDULES = ("step", "step_inverse_sqrt")
+# Admin's profiling method (lnrepro.core.admin, also in omega.json): a param of every job that
+# profiles omega, so a new method reruns them (Snakemake's params trigger) and their trainings after
+ADMIN_PROFILE_METHOD = "clinic-running"
+
+# corpus cleaning where a corpus's `clean` sets no value (lnrepro.prepare.clean: clean-corpus-n.perl's
+# min and max words per side, and its length ratio)
+CLEAN_DEFAULTS = {"min": 1, "max": 175, "ratio": 1.5}
+# a claim's scale entry (config `claims:`): these words describe the scale; its other keys change
+# what the claim measures (lnrepro.analyses.claims)
+CLAIM_SCALE_WORDS = ("scaled", "seed_spread", "note", "not_at_this_scale")
+
+# ---- what each stage reads from a run ----
+LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
+LAUNCH_DEFAULTS = {"nodes": 1, "gpus": 1}  # one process (lnrepro.core.loop's --nodes, --gpus)
+# what a training logs besides its log, not what it computes: kept out of a run's settings (so out of
+# the figures' and other rules' params) and passed by the training rules only when true (log_flags),
+# so a config that leaves them out (or false) trains with the commands it had before they were keys
+LOG_KEYS = ("tensorboard",)
+# resolved by the workflow (or by evaluation), not passed to the trainer
+RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens", "decode")
+BERT_RUN_ONLY_KEYS = ("corpus", "model", "description")
+# a probe at initialization (probe-gradients) takes the probed run's width and batches
+PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dropout", "share_all_embeddings",
+              "max_tokens", "label_smoothing", "device")
+WARMUP_PROBE_KEYS = ("max_tokens", "label_smoothing", "device")  # a checkpoint's probe: its run's batches
+ADMIN_PROBE_KEYS = tuple(k for k in PROBE_KEYS if k != "device")  # Admin's probes: width and batches
+MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropout", "attn_dropout",
+              "act_dropout", "share_all_embeddings")
+DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "init", "seed", "max_tokens")  # what rebuilds a run's init
+UPDATE_NORM_KEYS = ("optimizer", "max_tokens", "seed", "label_smoothing")  # what update-norms needs of a run
+
+
+# ---- a run's settings -> a command's flags ----
+def cli_flags(settings):
+    """{'warmup_init_lr': 0} -> '--warmup-init-lr 0' (shell-quoted), keys sorted."""
+    return " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in sorted(settings.items()))
+
+
+def picked_flags(settings, keys):
+    """The flags of those of keys the settings set."""
+    return cli_flags({k: settings[k] for k in keys if k in settings})
+
+
+def trainer_flags(settings, run_only=RUN_ONLY_KEYS):
+    """What a trainer (train, admin-profile, pretrain) takes of a run: every setting but those the
+    workflow resolves and the launch layout."""
+    return cli_flags({k: v for k, v in settings.items() if k not in run_only + LAUNCH_KEYS})
+
+
+def launch_flags(settings):
+    """'--gpus 4 --nodes 2' where a run sets more than one process; '' for one (the default)."""
+    return cli_flags({k: v for k, v in settings.items() if k in LAUNCH_KEYS and v != LAUNCH_DEFAULTS[k]})
+
+
+def launched_trainer_flags(settings, run_only=RUN_ONLY_KEYS):
+    """A training's flags: the trainer's, then the launch layout (the process count changes every
+    update's batch)."""
+    flags, layout = trainer_flags(settings, run_only), launch_flags(settings)
+    return f"{flags} {layout}" if layout else flags
