@@ -79,3 +79,17 @@ def test_an_error_of_the_claims_file_is_one_line(tmp_path):
 def test_a_config_file_that_does_not_exist_is_one_line(tmp_path):
     workflow_copy(tmp_path)
     assert len(failed_lines(snakemake(tmp_path, "-n", "--configfile", "config/nope.yaml", check=False))) == 1
+
+
+def test_a_probed_run_that_trains_post_ln_by_default_is_taken(tmp_path):
+    """gradient_probe.run checks what the run trains with: a Post-LN run with warm-up by the trainer's
+    defaults (no enc_norm, dec_norm, warmup of its own) is not refused."""
+    workflow_copy(tmp_path)
+    def defaults_only(cfg):  # the demo's train_defaults set norm: post and warmup: the trainer's defaults instead
+        for key in ("norm", "warmup"):
+            cfg["train_defaults"].pop(key)
+        for run in cfg["runs"].values():
+            if not {"enc_norm", "dec_norm"} & set(run):
+                run.setdefault("norm", "post")  # every other run as before
+        cfg["runs"][cfg["gradient_probe"]["run"]] = {"lr": 1.0e-3, "epochs": 20}
+    assert snakemake(tmp_path, "-n", "results/figures/fig3.pdf", "--configfile", edited_config(tmp_path, defaults_only)).returncode == 0

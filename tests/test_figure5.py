@@ -62,7 +62,7 @@ def draw(root, tmp_path, monkeypatch):
     saved = []
     monkeypatch.setattr(figure5, "save_figure", lambda fig, title, pdf, **_: saved.append((fig, title)))
     spec = {"title": "Fig 5", "runs": ["short", "blowup", "late"], "tasks": ["mrpc"],
-            "run_settings": {run: {"description": f"{run} run", "lr": 1e-3} for run in ("short", "blowup", "late")}}
+            "run_settings": {run: {"description": f"{run} run", "lr": 1e-3, "warmup": 0} for run in ("short", "blowup", "late")}}
     args = argparse.Namespace(spec=json.dumps(spec), results=str(root), pdf=str(tmp_path / "f.pdf"),
                               csv=str(tmp_path / "f.csv"), scale_note=None)
     assert figure5.run(args) == 0

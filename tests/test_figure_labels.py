@@ -132,4 +132,10 @@ def test_a_demo_run_named_for_the_papers_values_is_labelled_with_its_own():
 def test_a_description_leads_the_label_but_never_hides_what_was_trained():
     label = figure.run_label({"description": "baseline", "lr": 5e-4, "warmup": 4000})
     assert label.startswith("baseline: ") and "lr 5e-4, warm-up 4000" in label
-    assert figure5.run_label({"description": "BERT", "norm": "pre", "lr": 3e-4}) == "BERT: Pre-LN, lr 3e-4, no warm-up"
+    assert figure5.run_label({"description": "BERT", "norm": "pre", "lr": 3e-4, "warmup": 0}) == "BERT: Pre-LN, lr 3e-4, no warm-up"
+
+
+def test_a_setting_a_run_leaves_out_is_labelled_with_the_trainers_default():
+    """Not 'lr 0, no warm-up' (as before): the run trained with TrainConfig's / PretrainConfig's values."""
+    assert figure.run_label({}) == "Post-LN, Adam, lr 5e-4, warm-up 4000"
+    assert figure5.run_label({}) == "Post-LN, lr 5e-4, warm-up 4000"

@@ -9,8 +9,8 @@ def check_probe_config():
         run = probe["run"]
         if run not in config["runs"]:
             unknown_name("gradient_probe.run", run, "a run", "runs", config["runs"])
-        s = run_settings(run)
-        if s.get("warmup", 0) <= 1 or s.get("enc_norm") != "post" or s.get("dec_norm") != "post":
+        s = {**TRAIN_DEFAULTS, **run_settings(run)}  # what it trains with: the trainer's defaults where it sets none
+        if s["warmup"] <= 1 or s["enc_norm"] != "post" or s["dec_norm"] != "post":
             config_error(f"gradient_probe.run: '{run}' must be a Post-LN run with a warm-up (Fig 3: after warm-up)")
 
 
@@ -66,11 +66,16 @@ def warmup_probe_inputs(wildcards):
     return {**probe_data(wildcards), "metrics": f"results/train/{wildcards.run}/metrics.csv"}
 
 
+def probed_warmup(run):
+    """The run's T_warmup as it trains: the trainer's default where it sets none."""
+    return run_settings(run).get("warmup", TRAIN_DEFAULTS["warmup"])
+
+
 def warmup_probe_flags(wildcards):
     """After warm-up: the checkpoint of the first epoch past the run's T_warmup updates."""
     s = run_settings(wildcards.run)
     batches = {k: s[k] for k in WARMUP_PROBE_KEYS if k in s}
-    return f"{probe_common_flags()} {cli_flags({**batches, 'after_updates': s['warmup']})}"
+    return f"{probe_common_flags()} {cli_flags({**batches, 'after_updates': probed_warmup(wildcards.run)})}"
 
 
 def probe_files(kind):

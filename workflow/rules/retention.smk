@@ -72,7 +72,7 @@ def checkpoint_readers():
     if config.get("gradient_probe"):
         run = probe_cfg()["run"]
         readers[run][0].append(probe_files("grads")[-1])  # the after-warm-up probe
-        readers[run][1]["after_updates"] = run_settings(run)["warmup"]
+        readers[run][1]["after_updates"] = probed_warmup(run)
     for fig, runs in admin_figure_runs("layer_dependency").items():
         for run in runs:
             readers[run][0].append(f"results/figures/liu_{fig}.pdf")

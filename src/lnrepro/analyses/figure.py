@@ -52,12 +52,12 @@ def run_label(s):
 
 def settings_label(s):
     """What the run trained, in the words of the papers' legends."""
-    d = TRAIN_DEFAULTS  # what the trainer used where the run sets nothing (but lr and warm-up: as given)
+    d = TRAIN_DEFAULTS  # what the trainer used where the run sets nothing
     enc, dec = s.get("enc_norm", d["enc_norm"]), s.get("dec_norm", d["dec_norm"])
     norm = NORM_LABELS[enc] if enc == dec else f"{NORM_LABELS[enc]} enc / {NORM_LABELS[dec]} dec"
     opt = {"adam": "Adam", "sgd": "SGD", "radam": "RAdam"}[s.get("optimizer", d["optimizer"])]
-    parts = [norm, opt, f"lr {lr_text(s.get('lr', 0))}"]
-    warmup = s.get("warmup", 0)
+    parts = [norm, opt, f"lr {lr_text(s.get('lr', d['lr']))}"]
+    warmup = s.get("warmup", d["warmup"])
     parts.append(f"warm-up {warmup}" if warmup > 1 else "no warm-up")
     sched = s.get("schedule", d["schedule"])
     if sched in STEP_SCHEDULES and s.get("decay_epoch"):

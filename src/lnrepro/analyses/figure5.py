@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..args import add_scale_note_argument, json_object  # noqa: E402
+from ..settings import PRETRAIN_DEFAULTS  # noqa: E402
 from ..training.finetune import seeds_note  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
 from .plotting import NORM_LABELS, legend, lr_text, save_figure, with_description  # noqa: E402
@@ -35,8 +36,9 @@ def add_arguments(p):
 
 def run_label(s):
     """'Pre-LN, lr 3e-4, no warm-up' from a BERT run's settings (after its `description`, if any)."""
-    warmup = s.get("warmup", 0)
-    trained = (f"{NORM_LABELS[s.get('norm', 'post')]}, lr {lr_text(s.get('lr', 0))}" +
+    d = PRETRAIN_DEFAULTS  # what the trainer used where the run sets nothing
+    warmup = s.get("warmup", d["warmup"])
+    trained = (f"{NORM_LABELS[s.get('norm', d['norm'])]}, lr {lr_text(s.get('lr', d['lr']))}" +
                (f", warm-up {warmup}" if warmup > 1 else ", no warm-up"))
     return with_description(s.get("description"), trained)
 
