@@ -131,10 +131,12 @@ def test_setup_installs_the_torch_asked_for_and_replaces_one_that_does_not_match
 
 # ---- the README's local commands for the papers' settings ----------------------------------------
 def readme_paper_commands():
-    """The README's commands that run config/config.yaml here (with --cores; not the SLURM profile)."""
+    """The README's commands that run config/config.yaml here (with --cores; not the SLURM profile),
+    but the cost plan's (results/plan.md: one local job that reads the config, no GPU)."""
     readme = (ROOT / "README.md").read_text()
     return [c for c in re.findall(r"(?:\.venv/bin/)?snakemake [^`\n]*", readme)
-            if "--configfile config/config.yaml" in c and "--cores" in c and "--profile" not in c]
+            if "--configfile config/config.yaml" in c and "--cores" in c and "--profile" not in c
+            and not c.startswith("snakemake results/plan.md ")]
 
 
 def most_gpus_at_once(log):
