@@ -62,7 +62,7 @@ TRAINED = "Post-LN, Adam, lr 1e-3, no warm-up"  # what each run's settings say i
 
 
 def figure_spec():
-    return {"title": "Fig", "run_settings": {run: {"description": f"{run} run", "lr": 1e-3} for run in ("short", "blowup", "late")},
+    return {"title": "Fig", "run_settings": {run: {"description": f"{run} run", "lr": 1e-3, "warmup": 0} for run in ("short", "blowup", "late")},
             "panels": [{"title": "valid", "metric": "valid_loss", "runs": ["short", "blowup", "late"]},
                        {"title": "BLEU", "metric": "bleu", "runs": ["short", "blowup"]}]}
 
