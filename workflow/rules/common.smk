@@ -297,7 +297,7 @@ def check_config():
 
 
 # ---- values the schema's types allow but no trainer can use (issue 29): refused before any job ----
-# the trainers' own defaults where no level sets a key: TRAIN_DEFAULTS, PRETRAIN_DEFAULTS
+# (where no level sets a key: the trainers' own defaults, TRAIN_DEFAULTS and PRETRAIN_DEFAULTS)
 
 
 def check_finite(where, value):

@@ -3,14 +3,18 @@
 # The section is optional: without it, Fig 3 is simply not in `rule all`.
 
 
+def probed_warmup(run):
+    """The run's T_warmup as it trains: the trainer's default where it sets none."""
+    return run_settings(run).get("warmup", TRAIN_DEFAULTS["warmup"])
+
+
 def check_probe_config():
     probe = config.get("gradient_probe")
     if probe:
         run = probe["run"]
         if run not in config["runs"]:
             unknown_name("gradient_probe.run", run, "a run", "runs", config["runs"])
-        s = {**TRAIN_DEFAULTS, **run_settings(run)}  # what it trains with: the trainer's defaults where it sets none
-        if s["warmup"] <= 1 or s["enc_norm"] != "post" or s["dec_norm"] != "post":
+        if probed_warmup(run) <= 1 or run_norms(run) != ("post", "post"):  # as it trains: the trainer's defaults too
             config_error(f"gradient_probe.run: '{run}' must be a Post-LN run with a warm-up (Fig 3: after warm-up)")
 
 
@@ -64,11 +68,6 @@ def probe_flags(wildcards):
 
 def warmup_probe_inputs(wildcards):
     return {**probe_data(wildcards), "metrics": f"results/train/{wildcards.run}/metrics.csv"}
-
-
-def probed_warmup(run):
-    """The run's T_warmup as it trains: the trainer's default where it sets none."""
-    return run_settings(run).get("warmup", TRAIN_DEFAULTS["warmup"])
 
 
 def warmup_probe_flags(wildcards):

@@ -259,7 +259,6 @@ def table_claim(spec, runs_dir, tables):
 KINDS = {"gap": gap, "level": level, "sooner": sooner, "dominates": dominates, "table": table_claim}
 
 
-SCALE_ONLY = CLAIM_SCALE_WORDS  # a scale's words, not its measurement
 
 
 def range_of(spec):
@@ -282,7 +281,7 @@ def passes(value, spec):
 def scaled_spec(claim):
     """The claim as this config measures it at its scale: the paper's, with its `scale` entry's changes."""
     scale = claim.get("scale") or {}
-    return {**claim, **{k: v for k, v in scale.items() if k not in SCALE_ONLY}}
+    return {**claim, **{k: v for k, v in scale.items() if k not in CLAIM_SCALE_WORDS}}
 
 
 def verdict(name, spec, missing, runs_dir, tables):
@@ -312,7 +311,7 @@ def evaluate(claims, runs_dir, tables):
                "seed_spread": scale.get("seed_spread", ""), "note": scale.get("note", "")}
         if "not_at_this_scale" in scale:
             row.update(scaled_range="", scaled_ours=math.nan, scaled_result=NOT_AT_THIS_SCALE, scaled_detail="")
-        elif set(scale) - set(SCALE_ONLY):
+        elif set(scale) - set(CLAIM_SCALE_WORDS):
             spec = scaled_spec(claim)
             s_ours, s_result, s_detail = verdict(name, spec, claim.get("scaled_missing"), runs_dir, tables)
             row.update(scaled_range=range_text(*range_of(spec)), scaled_ours=s_ours, scaled_result=s_result,
