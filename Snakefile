@@ -10,7 +10,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 sys.path.insert(0, f"{workflow.basedir}/workflow/lib")
-# the rule files import lnrepro.settings (what the package decides about a run's settings): a checkout's
+# the rule files ask lnrepro.pipeline about the config (P, made in common.smk): a checkout's
 # own package first, so its workflow and its package never disagree (an installed one where there is none)
 if os.path.isdir(f"{workflow.basedir}/src/lnrepro"):
     sys.path.insert(0, f"{workflow.basedir}/src")
@@ -33,11 +33,10 @@ envvars:
     "PATH",
 
 
-# Each rule file holds its rules and, at its top, their helpers; common.smk (and the resources.smk
-# it includes) what they all use; common.smk first validates the config against
-# workflow/schemas/config.schema.yaml (one line per error, not the schema). Each file checks its
-# config section as it is included, so with several config errors the first one reported follows
-# this order.
+# Each rule file holds its rules; what they ask of the config is P (lnrepro.pipeline, one part per
+# rule file), which common.smk makes and validates against workflow/schemas/config.schema.yaml (one
+# line per error, not the schema). Each file checks its config section as it is included, so with
+# several config errors the first one reported follows this order.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/data.smk"
@@ -56,17 +55,17 @@ include: "workflow/rules/plan.smk"
 
 rule all:
     input:
-        figure_targets(),
-        probe_targets(),
-        theory_targets(),
-        claims_targets(),
-        admin_targets(),
-        bert_targets(),
-        retention_targets(),
+        P.figure_targets(),
+        P.probe_targets(),
+        P.theory_targets(),
+        P.claims_targets(),
+        P.admin_targets(),
+        P.bert_targets(),
+        P.retention_targets(),
     default_target: True
 
 
-check_targets(rules.all.input)
+P.check_targets(rules.all.input)
 
 
 # in the main process of a real run only (not -n, not the jobs Snakemake or a cluster starts)

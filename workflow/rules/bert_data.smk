@@ -11,161 +11,13 @@
 # and BPE codes -> binarize_glue with that corpus's dictionary: results/data/glue/{glue_task}/bin/{split}.pt
 
 
-RESERVED_CORPUS_NAMES = ("bert", "glue")  # results/data/bert|glue/ hold the BERT data
-
-
-def bert_corpora():
-    return config.get("bert_corpora", {})
-
-
-def glue_tasks():
-    return config.get("glue", {})
-
-
-def check_bert_data_config():
-    """Cross-references the schema cannot express; fails before any job runs."""
-    for name in RESERVED_CORPUS_NAMES:
-        if name in config["corpora"]:
-            config_error(f"corpora.{name}: the name is reserved (results/data/{name}/ holds BERT data)")
-    for name, c in bert_corpora().items():
-        if c["source"] == "generated" and "generator" not in c:
-            config_error(f"bert_corpora.{name}: source 'generated' needs a 'generator' entry")
-        if c["source"] == "real" and not (c.get("wikipedia") or c.get("books_dir")):
-            config_error(f"bert_corpora.{name}: source 'real' needs 'wikipedia' or 'books_dir' (or both)")
-        if c["source"] == "real" and c.get("books_dir"):
-            note_missing_input(f"bert_corpora.{name}.books_dir", c["books_dir"], "prepare_books will stop there "
-                               "until it holds the books' text files (config/README.md: bert_corpora)")
-    for task, g in glue_tasks().items():
-        if g["bert_corpus"] not in bert_corpora():
-            unknown_name(f"glue.{task}.bert_corpus", g["bert_corpus"], "a BERT corpus", "bert_corpora",
-                         bert_corpora())
-        needs = {"generated": ["generator"], "msr": ["msr_train", "dev_ids"]}.get(g["source"], [])
-        for key in needs:
-            if key not in g:
-                config_error(f"glue.{task}: source '{g['source']}' needs '{key}'")
-        if g["source"] == "msr" and task != "mrpc":
-            config_error(f"glue.{task}: source 'msr' (Microsoft's files) is MRPC's only")
-        if g["source"] == "glue" and ("archive" in g) == ("dir" in g):
-            config_error(f"glue.{task}: source 'glue' needs either 'archive' (a zip to download) or 'dir'")
-        if "archive" in g and not archive_name(g["archive"]).endswith(ARCHIVE_SUFFIXES):
-            config_error(f"glue.{task}.archive: '{archive_name(g['archive'])}' is not one of "
-                         f"{', '.join(ARCHIVE_SUFFIXES)}; set 'file' to name it")
-
-
-check_bert_data_config()
+P.check_bert_data_config()
 
 
 wildcard_constraints:
-    bcorpus=names_regex(bert_corpora()) or "NO_BERT_CORPORA",
-    glue_task=names_regex(glue_tasks()) or "NO_GLUE_TASKS",
+    bcorpus=P.names_regex(P.bert_corpora()) or "NO_BERT_CORPORA",
+    glue_task=P.names_regex(P.glue_tasks()) or "NO_GLUE_TASKS",
     glue_column="sentence1|sentence2",
-
-
-# ---- pre-training corpus ----------------------------------------------------------------------
-def bert_cfg(wildcards):
-    return bert_corpora()[wildcards.bcorpus]
-
-
-def bert_source_corpora(source):
-    return names_regex([n for n, c in bert_corpora().items() if c["source"] == source]) or "NONE"
-
-
-def bert_generator_flags(wildcards):
-    g = bert_cfg(wildcards)["generator"]
-    return f"--seed {g.get('seed', 1)} --n-train {g['n_docs']}"
-
-
-def downloaded(entry):
-    """download_archive's link to the verified file in resources/downloads/ (download.smk)."""
-    return f"resources/verified/{archive_name(entry)}"
-
-
-def wikipedia_dump(wildcards):
-    return downloaded(bert_cfg(wildcards)["wikipedia"])
-
-
-def wikipedia_flags(wildcards):
-    max_docs = bert_cfg(wildcards).get("max_wiki_docs")
-    return f"--max-docs {max_docs}" if max_docs else ""
-
-
-def books_dir(wildcards):
-    return bert_cfg(wildcards)["books_dir"]
-
-
-def books_input(wildcards):
-    """The books folder, as an input once it exists (adding books then reruns the chain); before
-    that the chain still plans (snakemake -n) and prepare_books says where to put the books."""
-    return [books_dir(wildcards)] if os.path.isdir(books_dir(wildcards)) else []
-
-
-def bert_document_files(wildcards):
-    """The docs text files of the corpus, in the order their documents are concatenated."""
-    c, d = bert_cfg(wildcards), f"results/data/bert/{wildcards.bcorpus}"
-    if c["source"] == "generated":
-        return [f"{d}/generated/docs.txt"]
-    return [f"{d}/docs/{part}.txt" for part, key in (("wikipedia", "wikipedia"), ("books", "books_dir")) if c.get(key)]
-
-
-def split_flags(wildcards):
-    c = bert_cfg(wildcards)
-    return f"--ratio {c.get('valid_ratio', 199)} --seed {c.get('split_seed', 1)}"
-
-
-def bert_bpe_dir(bcorpus):
-    """Keyed by its merges, as a translation corpus's bpe<N>/."""
-    return f"results/data/bert/{bcorpus}/bpe{bert_corpora()[bcorpus]['bpe_merges']}"
-
-
-def bert_bpe_files(wildcards):
-    d = bert_bpe_dir(wildcards.bcorpus)
-    return {"train": f"{d}/train.txt", "valid": f"{d}/valid.txt"}
-
-
-# ---- GLUE ---------------------------------------------------------------------------------------
-def glue_cfg(wildcards):
-    return glue_tasks()[wildcards.glue_task]
-
-
-def glue_source_tasks(source):
-    return names_regex([t for t, g in glue_tasks().items() if g["source"] == source]) or "NONE"
-
-
-def glue_generator_flags(wildcards):
-    g = glue_cfg(wildcards)["generator"]
-    return f"--task {wildcards.glue_task} --seed {g.get('seed', 1)} --n-train {g['n_train']} --n-test {g['n_dev']}"
-
-
-def glue_folder(wildcards):
-    """Where the task's GLUE-format train.tsv/dev.tsv are (source generated or glue)."""
-    g = glue_cfg(wildcards)
-    if g["source"] == "generated":
-        return f"results/data/glue/{wildcards.glue_task}/generated"
-    if "archive" in g:
-        return f"resources/extracted/{archive_stem(archive_name(g['archive']))}"
-    return g["dir"]
-
-
-def glue_sources(wildcards):
-    g = glue_cfg(wildcards)
-    if g["source"] == "msr":
-        return {"msr_train": downloaded(g["msr_train"]), "dev_ids": downloaded(g["dev_ids"])}
-    return {"folder": glue_folder(wildcards)}
-
-
-def glue_prepare_flags(wildcards):
-    sources = glue_sources(wildcards)
-    if "folder" in sources:
-        return f"--glue-dir {shlex.quote(sources['folder'])}"
-    return f"--msr-train {sources['msr_train']} --dev-ids {sources['dev_ids']}"
-
-
-def glue_codes(wildcards):
-    return f"{bert_bpe_dir(glue_cfg(wildcards)['bert_corpus'])}/codes"
-
-
-def glue_dict(wildcards):
-    return f"results/data/bert/{glue_cfg(wildcards)['bert_corpus']}/bin/dict.txt"
 
 
 localrules:
@@ -177,13 +29,13 @@ rule generate_bert_documents:
     output:
         "results/data/bert/{bcorpus}/generated/docs.txt",
     wildcard_constraints:
-        bcorpus=bert_source_corpora("generated"),
+        bcorpus=P.bert_source_corpora("generated"),
     params:
-        flags=bert_generator_flags,
+        flags=P.bert_generator_flags,
         out_dir="results/data/bert/{bcorpus}/generated",
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -194,14 +46,14 @@ rule generate_bert_documents:
 
 rule prepare_wikipedia:
     input:
-        wikipedia_dump,
+        P.wikipedia_dump,
     output:
         "results/data/bert/{bcorpus}/docs/wikipedia.txt",
     params:
-        flags=wikipedia_flags,
+        flags=P.wikipedia_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -214,14 +66,14 @@ rule prepare_wikipedia:
 
 rule prepare_books:
     input:
-        books_input,
+        P.books_input,
     output:
         "results/data/bert/{bcorpus}/docs/books.txt",
     params:
-        books=books_dir,
+        books=P.books_dir,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -232,13 +84,13 @@ rule prepare_books:
 
 rule split_sentences:
     input:
-        bert_document_files,
+        P.bert_document_files,
     output:
         "results/data/bert/{bcorpus}/sentences.txt",
-    threads: threads("data")
+    threads: P.threads("data")
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -256,10 +108,10 @@ rule split_bert_documents:
         train="results/data/bert/{bcorpus}/text/train.txt",
         valid="results/data/bert/{bcorpus}/text/valid.txt",
     params:
-        flags=split_flags,
+        flags=P.split_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -271,7 +123,7 @@ rule split_bert_documents:
 
 rule binarize_bert:
     input:
-        unpack(bert_bpe_files),
+        unpack(P.bert_bpe_files),
     output:
         dict="results/data/bert/{bcorpus}/bin/dict.txt",
         train="results/data/bert/{bcorpus}/bin/train.pt",
@@ -279,8 +131,8 @@ rule binarize_bert:
     params:
         out_dir="results/data/bert/{bcorpus}/bin",
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -297,12 +149,12 @@ rule generate_glue:
     output:
         directory("results/data/glue/{glue_task}/generated"),
     wildcard_constraints:
-        glue_task=glue_source_tasks("generated"),
+        glue_task=P.glue_source_tasks("generated"),
     params:
-        flags=glue_generator_flags,
+        flags=P.glue_generator_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -313,16 +165,16 @@ rule generate_glue:
 
 rule prepare_glue:
     input:
-        unpack(glue_sources),
+        unpack(P.glue_sources),
     output:
         expand("results/data/glue/{{glue_task}}/raw/{split}.{column}",
                split=["train", "dev"], column=["tsv", "sentence1", "sentence2", "label"]),
     params:
-        flags=glue_prepare_flags,
+        flags=P.glue_prepare_flags,
         out_dir="results/data/glue/{glue_task}/raw",
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -333,15 +185,15 @@ rule prepare_glue:
 
 rule bpe_apply_glue:
     input:
-        codes=glue_codes,
+        codes=P.glue_codes,
         text="results/data/glue/{glue_task}/tok/{split}.{glue_column}",
     output:
         "results/data/glue/{glue_task}/bpe/{split}.{glue_column}",
     wildcard_constraints:
         split="train|dev",
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -352,7 +204,7 @@ rule bpe_apply_glue:
 
 rule binarize_glue:
     input:
-        dict=glue_dict,
+        dict=P.glue_dict,
         s1="results/data/glue/{glue_task}/bpe/{split}.sentence1",
         s2="results/data/glue/{glue_task}/bpe/{split}.sentence2",
         labels="results/data/glue/{glue_task}/raw/{split}.label",
@@ -361,8 +213,8 @@ rule binarize_glue:
     wildcard_constraints:
         split="train|dev",
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

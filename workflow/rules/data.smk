@@ -18,201 +18,18 @@ ruleorder: split_valid > lowercase  # text/{train,valid}: split off, unless the 
 ruleorder: clean_bpe > bpe_apply  # bpe{N}/{train,valid}: cleaned after BPE where the corpus says so
 
 
-def corpus_archive_dirs(wildcards):
-    return [f"resources/extracted/{archive_stem(archive_name(a))}" for a in corpus_cfg(wildcards.corpus)["archives"]]
-
-
-# ---- which route a corpus takes ----
-def corpora_where(test):
-    return names_regex([n for n, c in config["corpora"].items() if test(c)]) or "NONE"
-
-
-def source_corpora(source):
-    return corpora_where(lambda c: c["source"] == source)
-
-
-def generated_corpora():
-    return source_corpora("generated")
-
-
-def pretokenized_corpora():
-    return corpora_where(lambda c: c.get("tokenized", False))
-
-
-def split_valid_corpora():
-    return corpora_where(lambda c: not has_given_valid(c))
-
-
-def clean_after_bpe_corpora():
-    return corpora_where(lambda c: c.get("clean_after_bpe", False))
-
-
-def lang_flags(wildcards):
-    c = corpus_cfg(wildcards.corpus)
-    return f"--src {c['src']} --tgt {c['tgt']}"
-
-
-def wmt_flags(wildcards):
-    c = corpus_cfg(wildcards.corpus)
-    flags = f"--src {c['src']} --tgt {c['tgt']} --test-set {shlex.quote(c.get('test_set', 'newstest2014'))}"
-    if c.get("train_corpora"):
-        flags += " --train-corpora " + " ".join(shlex.quote(x) for x in c["train_corpora"])
-    if c.get("valid_set"):
-        flags += f" --valid-set {shlex.quote(c['valid_set'])}"
-    return flags
-
-
-def local_inputs(wildcards):
-    files = corpus_cfg(wildcards.corpus)["files"]
-    return {f"{split}_{side}": files[split][side] for split in ("train", "valid", "test") if split in files
-            for side in ("src", "tgt")}
-
-
-def local_flags(wildcards):
-    c = corpus_cfg(wildcards.corpus)
-    files = c["files"]
-    flags = f"--src-lang {c['src']} --tgt-lang {c['tgt']}"
-    for split in ("train", "valid", "test"):
-        if split in files:
-            flags += f" --{split} {shlex.quote(files[split]['src'])} {shlex.quote(files[split]['tgt'])}"
-    return flags
-
-
-def generator_flags(wildcards):
-    g = corpus_cfg(wildcards.corpus)["generator"]
-    return f"--task {g['task']} --seed {g.get('seed', 1)} --n-train {g['n_train']} --n-test {g['n_test']}"
-
-
-def raw_file(wildcards):
-    return f"{data_dir(wildcards.corpus)}/raw/{wildcards.split}.{lang(wildcards.corpus, wildcards.side)}"
-
-
 # ---- tokenize: a translation corpus's tok/{split}.{side}; as the corpora bert/NAME and glue/TASK,
 # a BERT corpus's tok.txt (of its sentences.txt) and a GLUE task's tok/{split}.{sentence1,sentence2}
-# (of its raw/ columns). The output is tok{file}: file is /{split}.{side} or .txt ----
-def tokenize_corpora():
-    return names_regex([n for n, c in config["corpora"].items() if not c.get("tokenized", False)]
-                       + [f"bert/{name}" for name in config.get("bert_corpora", {})]
-                       + [f"glue/{task}" for task in config.get("glue", {})]) or "NONE"
-
-
-def tokenize_text(wildcards):
-    """The file tokenized: the raw file of a translation corpus's split and language, a BERT corpus's
-    sentences, a GLUE task's raw column."""
-    d = data_dir(wildcards.corpus)
-    if wildcards.corpus in config["corpora"]:
-        split, side = wildcards.file[1:].split(".")
-        return f"{d}/raw/{split}.{lang(wildcards.corpus, side)}"
-    if wildcards.corpus.startswith("bert/"):
-        return f"{d}/sentences.txt"
-    return f"{d}/raw{wildcards.file}"
-
-
-def tokenize_input(wildcards):
-    """tokenize_text, or a translation corpus's raw/ folder, which its rule writes as a whole."""
-    if wildcards.corpus in config["corpora"]:
-        return f"{data_dir(wildcards.corpus)}/raw"
-    return tokenize_text(wildcards)
-
-
-def bert_tokenizer_flags(bcorpus):
-    """Moses as Xiong et al. (supplementary 1.3): normalize, tokenize, lowercase; no XML escaping."""
-    lowercase = config["bert_corpora"][bcorpus].get("lowercase", True)
-    return "--lang en --no-escape --normalize-punctuation" + (" --lowercase" if lowercase else "")
-
-
-def tokenizer_flags(wildcards):
-    """A translation corpus's per side and split; a GLUE task takes its pre-training corpus's: that
-    corpus's vocabulary must cover the task's text."""
-    if wildcards.corpus not in config["corpora"]:
-        kind, name = wildcards.corpus.split("/")
-        return bert_tokenizer_flags(name if kind == "bert" else config["glue"][name]["bert_corpus"])
-    c = corpus_cfg(wildcards.corpus)
-    split, side = wildcards.file[1:].split(".")
-    flags = f"--lang {lang(wildcards.corpus, side)}" + (" --aggressive-dash" if c.get("aggressive_dash") else "")
-    if c.get("split_final_period"):
-        flags += " --split-final-period"
-    # prepare-wmt14en2de.sh normalizes train only; Transformer-Clinic's wmt14en-de.sh valid too
-    if (c.get("normalize_train") and split == "train") or (c.get("normalize_valid") and split == "valid"):
-        flags += " --normalize-punctuation --remove-non-printing"
-    return flags
-
-
-def clean_flags(wildcards):
-    c = {**CLEAN_DEFAULTS, **corpus_cfg(wildcards.corpus).get("clean", {})}
-    return f"--min {c['min']} --max {c['max']} --ratio {c['ratio']}"
-
-
-def case_input(wildcards):
-    """Training text is cleaned first, unless the corpus cleans after BPE; valid/test never are."""
-    d = data_dir(wildcards.corpus)
-    if wildcards.part in ("trainvalid", "train"):
-        stage = "tok" if corpus_cfg(wildcards.corpus).get("clean_after_bpe", False) else "clean"
-        return f"{d}/{stage}/train.{wildcards.side}"
-    return f"{d}/tok/{wildcards.part}.{wildcards.side}"
-
-
-def case_flag(wildcards):
-    return "" if corpus_cfg(wildcards.corpus).get("lowercase", False) else "--keep-case"
-
-
-def valid_every(wildcards):
-    return corpus_cfg(wildcards.corpus).get("valid_every", 23)
-
-
-def bpe_files(corpus, merges):
-    d = f"{data_dir(corpus)}/bpe{merges}"
-    return [f"{d}/{split}.{side}" for split in ("train", "valid", "test") for side in ("src", "tgt")]
-
-
-def binarize_inputs(wildcards):
-    """The BPE'd splits, and the count check where the corpus states the recipe's counts."""
-    files = bpe_files(wildcards.corpus, wildcards.merges)
-    if corpus_cfg(wildcards.corpus).get("expected_counts"):
-        files.append(f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}/counts.tsv")
-    return files
-
-
-def count_inputs(wildcards):
-    d = f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
-    return {split: f"{d}/{split}.src" for split in ("train", "valid", "test")}
-
-
-def count_flags(wildcards):
-    c = corpus_cfg(wildcards.corpus)
-    d = f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
-    expect = " ".join(f"{k}={v}" for k, v in sorted(c.get("expected_counts", {}).items()))
-    files = " ".join(f"{split}={d}/{split}.src" for split in ("train", "valid", "test"))
-    source = shlex.quote(f"{wildcards.corpus} ({c['source']})")
-    return f"--source {source} --files {files} --expect {expect}"
-
-
-def bpe_prefix(wildcards):
-    return f"{data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
-
-
-# ---- BPE: a translation corpus's joint codes, or a BERT corpus's (results/data/bert/NAME) ----
-def bpe_corpora():
-    return names_regex(list(config["corpora"]) + [f"bert/{name}" for name in config.get("bert_corpora", {})])
-
-
-def bpe_learn_inputs(wildcards):
-    d = data_dir(wildcards.corpus)
-    if wildcards.corpus in config["corpora"]:
-        return [f"{d}/text/train.src", f"{d}/text/train.tgt"]
-    return [f"{d}/text/train.txt"]
-
-
 rule generate_corpus:
     output:
         directory("results/data/{corpus}/raw"),
     wildcard_constraints:
-        corpus=generated_corpora(),
+        corpus=P.generated_corpora(),
     params:
-        flags=generator_flags,
+        flags=P.generator_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -223,16 +40,16 @@ rule generate_corpus:
 
 rule prepare_iwslt14:
     input:
-        corpus_archive_dirs,
+        P.corpus_archive_dirs,
     output:
         directory("results/data/{corpus}/raw"),
     wildcard_constraints:
-        corpus=source_corpora("iwslt14"),
+        corpus=P.source_corpora("iwslt14"),
     params:
-        langs=lang_flags,
+        langs=P.lang_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -243,16 +60,16 @@ rule prepare_iwslt14:
 
 rule prepare_wmt14:
     input:
-        corpus_archive_dirs,
+        P.corpus_archive_dirs,
     output:
         directory("results/data/{corpus}/raw"),
     wildcard_constraints:
-        corpus=source_corpora("wmt14"),
+        corpus=P.source_corpora("wmt14"),
     params:
-        flags=wmt_flags,
+        flags=P.wmt_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -265,16 +82,16 @@ rule prepare_wmt14:
 
 rule prepare_local:
     input:
-        unpack(local_inputs),
+        unpack(P.local_inputs),
     output:
         directory("results/data/{corpus}/raw"),
     wildcard_constraints:
-        corpus=source_corpora("local"),
+        corpus=P.source_corpora("local"),
     params:
-        flags=local_flags,
+        flags=P.local_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -289,13 +106,13 @@ rule copy_tokenized:
     output:
         "results/data/{corpus}/tok/{split}.{side}",
     wildcard_constraints:
-        corpus=pretokenized_corpora(),
+        corpus=P.pretokenized_corpora(),
         split="train|valid|test",
     params:
-        raw=raw_file,
+        raw=P.raw_file,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -306,19 +123,19 @@ rule copy_tokenized:
 
 rule tokenize:
     input:
-        tokenize_input,
+        P.tokenize_input,
     output:
         "results/data/{corpus}/tok{file}",
     wildcard_constraints:
-        corpus=tokenize_corpora(),
+        corpus=P.tokenize_corpora(),
         file="\\.txt|/(?:train|valid|test|dev)\\.(?:src|tgt|sentence1|sentence2)",
     params:
-        text=tokenize_text,
-        flags=tokenizer_flags,
-    threads: threads("data")
+        text=P.tokenize_text,
+        flags=P.tokenizer_flags,
+    threads: P.threads("data")
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -337,10 +154,10 @@ rule clean_corpus:
         src="results/data/{corpus}/clean/train.src",
         tgt="results/data/{corpus}/clean/train.tgt",
     params:
-        flags=clean_flags,
+        flags=P.clean_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -352,16 +169,16 @@ rule clean_corpus:
 
 rule lowercase:
     input:
-        case_input,
+        P.case_input,
     output:
         "results/data/{corpus}/text/{part}.{side}",
     wildcard_constraints:
         part="trainvalid|train|valid|test",
     params:
-        flag=case_flag,
+        flag=P.case_flag,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -380,12 +197,12 @@ rule split_valid:
         valid_src="results/data/{corpus}/text/valid.src",
         valid_tgt="results/data/{corpus}/text/valid.tgt",
     wildcard_constraints:
-        corpus=split_valid_corpora(),
+        corpus=P.split_valid_corpora(),
     params:
-        every=valid_every,
+        every=P.valid_every,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -398,14 +215,14 @@ rule split_valid:
 
 rule bpe_learn:
     input:
-        bpe_learn_inputs,
+        P.bpe_learn_inputs,
     output:
         "results/data/{corpus}/bpe{merges}/codes",
     wildcard_constraints:
-        corpus=bpe_corpora(),
+        corpus=P.bpe_corpora(),
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -423,13 +240,13 @@ rule bpe_apply:
     output:
         "results/data/{corpus}/bpe{merges}/{split}.{side}",
     wildcard_constraints:
-        corpus=bpe_corpora(),
+        corpus=P.bpe_corpora(),
         split="train|valid|test",
         side="src|tgt|txt",  # txt: a BERT corpus's text (train, valid)
-    threads: threads("data")
+    threads: P.threads("data")
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -447,12 +264,12 @@ rule bpe_apply_uncleaned:
     output:
         "results/data/{corpus}/bpe{merges}/uncleaned/{split}.{side}",
     wildcard_constraints:
-        corpus=clean_after_bpe_corpora(),
+        corpus=P.clean_after_bpe_corpora(),
         split="train|valid",
-    threads: threads("data")
+    threads: P.threads("data")
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -469,13 +286,13 @@ rule clean_bpe:
         src="results/data/{corpus}/bpe{merges}/{split}.src",
         tgt="results/data/{corpus}/bpe{merges}/{split}.tgt",
     wildcard_constraints:
-        corpus=clean_after_bpe_corpora(),
+        corpus=P.clean_after_bpe_corpora(),
         split="train|valid",
     params:
-        flags=clean_flags,
+        flags=P.clean_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -487,14 +304,14 @@ rule clean_bpe:
 
 rule check_counts:
     input:
-        unpack(count_inputs),
+        unpack(P.count_inputs),
     output:
         "results/data/{corpus}/bpe{merges}/counts.tsv",
     params:
-        flags=count_flags,
+        flags=P.count_flags,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -505,15 +322,15 @@ rule check_counts:
 
 rule binarize:
     input:
-        binarize_inputs,
+        P.binarize_inputs,
     output:
         dict="results/data/{corpus}/bpe{merges}/bin/dict.txt",
         data=expand("results/data/{{corpus}}/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),
     params:
-        prefix=bpe_prefix,
+        prefix=P.bpe_prefix,
     resources:
-        mem_mb=mem_mb("data"),
-        runtime=runtime("data"),
+        mem_mb=P.mem_mb("data"),
+        runtime=P.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -2,22 +2,6 @@
 # paper's simplified setting (W^Q = W^K = 0, Gaussian inputs) on model.py's layers. No data.
 
 
-THEORY_KEYS = ("d_model", "layers", "seeds", "sequences", "positions", "vocab_size", "device")
-
-
-def theory_targets():
-    return ["results/figures/theory.pdf"] if config.get("theory") else []
-
-
-def theory_flags(wildcards):
-    if not config.get("theory"):
-        config_error("the theory checks (results/figures/theory.pdf) need a 'theory' section")
-    t = config["theory"]
-    flags = cli_flags({k: t[k] for k in THEORY_KEYS if k in t})
-    depths = " ".join(str(int(L)) for L in t["depths"])
-    return f"{flags} --depths {depths} --title {shlex.quote(t['title'])}"
-
-
 rule check_theory:
     output:
         pdf="results/figures/theory.pdf",
@@ -25,9 +9,9 @@ rule check_theory:
         csv=report("results/figures/theory.csv", caption="../report/table.rst", category="Tables"),
         checks=report("results/figures/theory_checks.csv", caption="../report/table.rst", category="Tables"),
     params:
-        flags=theory_flags,
-        scale_note=scale_note_flag(),
-    threads: threads("train")
+        flags=P.theory_flags,
+        scale_note=P.scale_note_flag(),
+    threads: P.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
     log:

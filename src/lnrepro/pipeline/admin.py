@@ -1,0 +1,247 @@
+"""What admin.smk's rules ask of the config (parse time; no torch)."""
+import json
+import shlex
+
+from lnrepro.settings import ADMIN_PROBE_KEYS, DEPENDENCY_KEYS, RUN_VALUE_DEFAULTS, UPDATE_NORM_KEYS, cli_flags, picked_flags
+
+
+class Admin:
+    ADMIN_TARGETS = {  # subsection -> what it draws
+        "gradients": ["results/figures/liu_fig5.pdf"],
+        "output_change": ["results/figures/liu_fig2.pdf"],
+        "table1": ["results/tables/admin_table1.md", "results/tables/admin_table1.csv"],
+        "table2": ["results/tables/admin_table2.md", "results/tables/admin_table2.csv"],
+        "lr_grid": ["results/figures/liu_fig10.pdf"],
+    }
+
+    FIGURE_SECTIONS = ("layer_dependency", "update_norms")  # {fig: {title, runs, ...}}: results/figures/liu_{fig}
+
+    # and LookLinear (with Post-LN)")
+    INIT_RUN_SETTINGS = {"fixup": {"enc_norm": "fixup", "dec_norm": "fixup"},
+                         "looklinear": {"init": "looklinear", "enc_norm": "post", "dec_norm": "post"}}
+
+    def admin_cfg(self, section=None):
+        a = self.config.get("admin", {})
+        if section is None:
+            return a
+        if section not in a:
+            self.config_error(f"{self.ADMIN_TARGETS[section][0]} needs an 'admin.{section}' section")
+        return a[section]
+
+    def table_runs(self, section):
+        """Every run a table or grid of the admin section reads, each once."""
+        s = self.admin_cfg(section)
+        if section == "table1":
+            runs = [r["run"] for r in s["rows"]]
+        elif section == "table2":
+            runs = [run for runs in (*s["runs"].values(), *s.get("seed_runs", {}).values()) for run in runs]
+            runs += list(s.get("init_runs", {}).values())
+        else:
+            runs = [c["run"] for c in s["cells"]]
+        return list(dict.fromkeys(runs))
+
+    def check_admin_config(self):
+        a = self.admin_cfg()
+        for section in ("gradients", "output_change"):
+            if section in a and a[section]["run"] not in self.config["runs"]:
+                self.unknown_name(f"admin.{section}.run", a[section]["run"], "a run", "runs", self.config["runs"])
+        for section in ("table1", "table2", "lr_grid"):
+            if section in a:
+                for run in self.table_runs(section):
+                    if run not in self.config["runs"]:
+                        self.unknown_name(f"admin.{section}", run, "a run", "runs", self.config["runs"])
+        if "table2" in a:
+            t2 = a["table2"]
+            for norm, runs in t2["runs"].items():
+                if len(runs) != len(t2["depths"]):
+                    self.config_error(f"admin.table2.runs.{norm}: {len(runs)} runs for {len(t2['depths'])} depths")
+        for section in self.FIGURE_SECTIONS:
+            for fig, spec in a.get(section, {}).items():
+                for run in spec["runs"]:
+                    if run not in self.config["runs"]:
+                        self.unknown_name(f"admin.{section}.{fig}.runs", run, "a run", "runs", self.config["runs"])
+                if len({self.run_corpus(run) for run in spec["runs"]}) > 1:
+                    self.config_error(f"admin.{section}.{fig}.runs: the runs of one figure must share a corpus")
+        if "table1" in a and "gradients" not in a:
+            self.config_error("admin.table1 needs admin.gradients (its 'gradient vanishing' column is measured there)")
+
+    def check_run_is(self, key, run, says, **want):
+        """One error line at `key` when the run does not train with `want` (`says`: who asks for it)."""
+        values = {k: self.run_value(run, k) for k in want}
+        have = {k: v for k, v in values.items() if v != want[k]}
+        if have:
+            text = lambda d: ", ".join(f"{k} {d[k]}" for k in have)
+            self.config_error(f"{key}: {run} has {text(have)}; {says} {text(want)}")
+
+    def check_update_norm_epochs(self, a):
+        """The checkpoints Figs 3/11 read (epochs i and i+1 of each pair) are ones their runs write:
+        a pair past a run's epochs is a planning error here, not a failed update_norms job."""
+        for fig, spec in a.get("update_norms", {}).items():
+            for run in spec["runs"]:
+                epochs = self.run_settings(run).get("epochs")
+                late = [i for i in spec.get("epochs") or [] if epochs and i + 1 > epochs]
+                if late:
+                    self.config_error(f"admin.update_norms.{fig}.epochs: the pair ({late[0]}, {late[0] + 1}) reads the "
+                                      f"checkpoint of epoch {late[0] + 1}, but {run} trains {epochs} epochs")
+
+    def check_admin_run_settings(self):
+        """Each table cell's run trains what the cell is labelled with (the runs exist: checked above)."""
+        a = self.admin_cfg()
+        self.check_update_norm_epochs(a)
+        for i, row in enumerate(a.get("table1", {}).get("rows", [])):
+            self.check_run_is(f"admin.table1.rows[{i}].run", row["run"], "the row says", enc_norm=row["enc"], dec_norm=row["dec"])
+        t2 = a.get("table2", {})
+        for norm, runs in t2.get("runs", {}).items():
+            for i, (run, depth) in enumerate(zip(runs, t2["depths"])):
+                self.check_run_is(f"admin.table2.runs.{norm}[{i}]", run, f"its norm and depths[{i}] say",
+                                  enc_norm=norm, dec_norm=norm, enc_layers=depth, dec_layers=depth)
+        for norm, runs in t2.get("seed_runs", {}).items():
+            first = self.run_settings(runs[0])
+            for i, run in enumerate(runs):
+                key = f"admin.table2.seed_runs.{norm}[{i}]"
+                self.check_run_is(key, run, "its norm says", enc_norm=norm, dec_norm=norm)
+                keys = sorted({*first, *self.run_settings(run)} - {"seed", "description"})
+                self.check_run_is(key, run, f"the cell's runs differ only in seed, and {runs[0]} has",
+                                  **{k: first.get(k, RUN_VALUE_DEFAULTS.get(k)) for k in keys})
+            seeds = [self.run_value(run, "seed") for run in runs]
+            if len(set(seeds)) < len(seeds):
+                self.config_error(f"admin.table2.seed_runs.{norm}: seeds {seeds} repeat (one run per seed)")
+        for init, run in t2.get("init_runs", {}).items():
+            self.check_run_is(f"admin.table2.init_runs.{init}", run, "the block says", **self.INIT_RUN_SETTINGS[init])
+        for i, cell in enumerate(a.get("lr_grid", {}).get("cells", [])):
+            self.check_run_is(f"admin.lr_grid.cells[{i}].run", cell["run"], "the cell says",
+                              enc_norm=cell["norm"], dec_norm=cell["norm"], lr=cell["lr"], adam_beta2=cell["beta2"])
+        for fig, spec in a.get("layer_dependency", {}).items():
+            for i, run in enumerate(spec["runs"]):
+                enc, dec = self.run_norms(run)
+                if enc != dec:  # the figure labels each run with one norm (its encoder's)
+                    self.config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has enc_norm {enc}, dec_norm {dec}; "
+                                      "a figure's run has one norm on both sides")
+                if enc == "fixup":  # beta is carried through Post-LN, Pre-LN and Admin residuals only
+                    self.config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has norm fixup; the figure measures "
+                                      "post, pre and admin runs")
+
+    def admin_targets(self):
+        targets = [t for section, targets in self.ADMIN_TARGETS.items() if section in self.admin_cfg() for t in targets]
+        return targets + [f"results/figures/liu_{fig}.pdf" for s in self.FIGURE_SECTIONS for fig in self.admin_cfg().get(s, {})]
+
+    # ---- init-time probes: the named run's corpus, width and batches; depth from the section ----
+    def admin_probe_settings(self, section):
+        return self.run_settings(self.admin_cfg(section)["run"])
+
+    def admin_probe_data(self, section):
+        files = self.bin_files(self.admin_probe_settings(section)["corpus"])
+        return {"dict": files["dict"], "train": files["train"]}
+
+    def admin_probe_flags(self, section, keys):
+        s, sec = self.admin_probe_settings(section), self.admin_cfg(section)
+        own = {k: sec[k] for k in keys if k in sec}
+        width = picked_flags(s, ADMIN_PROBE_KEYS)
+        return f"--data {self.bpe_dir(s['corpus'])}/bin {width} {cli_flags(own)} --title {shlex.quote(sec['title'])}"
+
+    def vanishing_data(self, wildcards):
+        return self.admin_probe_data("gradients")
+
+    def vanishing_combinations(self):
+        """Post/Post and Pre/Pre (drawn), plus every combination of Table 1."""
+        rows = self.admin_cfg().get("table1", {}).get("rows", [])
+        return list(dict.fromkeys(["post/post", "pre/pre"] + [f"{r['enc']}/{r['dec']}" for r in rows]))
+
+    def vanishing_flags(self, wildcards):
+        flags = self.admin_probe_flags("gradients", ("layers", "seeds", "vanishing_below"))
+        return f"{flags} --combinations {' '.join(self.vanishing_combinations())}"
+
+    def output_change_data(self, wildcards):
+        return self.admin_probe_data("output_change")
+
+    def output_change_flags(self, wildcards):
+        flags = self.admin_probe_flags("output_change", ("seeds", "delta"))
+        return f"{flags} --depths {' '.join(str(int(n)) for n in self.admin_cfg('output_change')['depths'])}"
+
+    # ---- tables and the lr grid: the runs' metrics and (averaged) BLEU ----
+    def averaged_checkpoints(self, run):
+        """Checkpoints averaged for a run's table BLEU: its own entry, else its corpus's, else 0 (none)."""
+        table = self.admin_cfg().get("average_last", {})
+        return table.get(run, table.get(self.run_corpus(run), 0))
+
+    def table_bleu_file(self, run):
+        n = self.averaged_checkpoints(run)
+        return f"results/eval/{run}/bleu_avg{n}.csv" if n else f"results/eval/{run}/bleu.csv"
+
+    def table_inputs(self, section):
+        runs = self.table_runs(section)
+        return {"metrics": [f"results/train/{run}/metrics.csv" for run in runs],
+                "bleu": [self.table_bleu_file(run) for run in runs]}
+
+    def table_spec(self, section):
+        """The section plus what the command needs to read its runs, and nothing about other runs."""
+        runs = self.table_runs(section)
+        spec = {section: self.admin_cfg(section), "run_corpus": {run: self.run_corpus(run) for run in runs},
+                "average_last": {run: self.averaged_checkpoints(run) for run in runs}}
+        if "converged_below" in self.admin_cfg():
+            spec["converged_below"] = self.admin_cfg()["converged_below"]
+        return json.dumps(spec, sort_keys=True)
+
+    def table1_inputs(self, wildcards):
+        return {**self.table_inputs("table1"), "vanishing": "results/figures/liu_fig5_vanishing.csv"}
+
+    def table1_spec(self, wildcards):
+        return self.table_spec("table1")
+
+    def table2_inputs(self, wildcards):
+        return self.table_inputs("table2")
+
+    def table2_spec(self, wildcards):
+        return self.table_spec("table2")
+
+    def lr_grid_inputs(self, wildcards):
+        return self.table_inputs("lr_grid")
+
+    def lr_grid_spec(self, wildcards):
+        return self.table_spec("lr_grid")
+
+    def figure_cfg(self, section, fig):
+        figures = self.admin_cfg().get(section, {})
+        if fig not in figures:
+            self.config_error(f"results/figures/liu_{fig}.pdf needs admin.{section}.{fig}")
+        return figures[fig]
+
+    def figure_corpus(self, section, fig):
+        return self.run_corpus(self.figure_cfg(section, fig)["runs"][0])
+
+    def figure_data_dir(self, section, fig):
+        return f"{self.bpe_dir(self.figure_corpus(section, fig))}/bin"
+
+    def dependency_cfg(self, wildcards):
+        return self.figure_cfg("layer_dependency", wildcards.ldfig)
+
+    def dependency_inputs(self, wildcards):
+        files = self.bin_files(self.figure_corpus("layer_dependency", wildcards.ldfig))
+        return {"dict": files["dict"], "train": files["train"],
+                "metrics": [f"results/train/{run}/metrics.csv" for run in self.dependency_cfg(wildcards)["runs"]]}
+
+    def dependency_data_dir(self, wildcards):
+        return self.figure_data_dir("layer_dependency", wildcards.ldfig)
+
+    def dependency_spec(self, wildcards):
+        """The figure's title and its runs' settings: what rebuilds each run's model at init."""
+        fig = self.dependency_cfg(wildcards)
+        runs = {run: {k: v for k, v in self.run_settings(run).items() if k in DEPENDENCY_KEYS} for run in fig["runs"]}
+        return json.dumps({"title": fig["title"], "runs": runs}, sort_keys=True)
+
+    def update_norms_cfg(self, wildcards):
+        return self.figure_cfg("update_norms", wildcards.unfig)
+
+    def update_norms_inputs(self, wildcards):
+        """The runs' metrics (their epoch checkpoints are written with them) and the corpus's batches."""
+        return {"train": self.bin_files(self.figure_corpus("update_norms", wildcards.unfig))["train"],
+                "metrics": [f"results/train/{run}/metrics.csv" for run in self.update_norms_cfg(wildcards)["runs"]]}
+
+    def update_norms_data_dir(self, wildcards):
+        return self.figure_data_dir("update_norms", wildcards.unfig)
+
+    def update_norms_spec(self, wildcards):
+        fig = self.update_norms_cfg(wildcards)
+        runs = {run: {k: self.run_value(run, k) for k in UPDATE_NORM_KEYS} for run in fig["runs"]}
+        return json.dumps({"title": fig["title"], "batches": fig.get("batches", 8), "epochs": fig.get("epochs"),
+                           "runs": runs}, sort_keys=True)

@@ -1,0 +1,133 @@
+"""What claims.smk's rules ask of the config (parse time; no torch)."""
+import functools
+import json
+import os
+
+import jsonschema
+import yaml
+
+from lnrepro.settings import CLAIM_SCALE_WORDS
+
+
+class Claims:
+    CLAIMS_FILE = "config/claims.yaml"  # relative to the Snakefile's folder
+    CLAIM_SOURCES = {  # table claims read these results tables; each exists when its config section does
+        "fig3": (("gradient_probe",), "results/figures/fig3.csv"),
+        "theory": (("theory",), "results/figures/theory_checks.csv"),
+        "fig5": (("bert", "fig5"), "results/figures/fig5.csv"),
+        "liu_fig10": (("admin", "lr_grid"), "results/figures/liu_fig10.csv"),
+        "liu_fig3": (("admin", "update_norms", "fig3"), "results/figures/liu_fig3.csv"),
+        "liu_fig11": (("admin", "update_norms", "fig11"), "results/figures/liu_fig11.csv"),
+        "liu_table2": (("admin", "table2"), "results/tables/admin_table2.csv"),
+        "liu_table1": (("admin", "table1"), "results/tables/admin_table1.csv"),
+        "liu_fig5_vanishing": (("admin", "gradients"), "results/figures/liu_fig5_vanishing.csv"),
+        "liu_fig2": (("admin", "output_change"), "results/figures/liu_fig2.csv"),
+        "liu_fig2_fits": (("admin", "output_change"), "results/figures/liu_fig2_fits.csv"),
+        "liu_fig7": (("admin", "layer_dependency", "fig7"), "results/figures/liu_fig7.csv"),
+        "liu_fig8": (("admin", "layer_dependency", "fig8"), "results/figures/liu_fig8.csv"),
+    }
+    CLAIM_RUN_KEYS = ("a", "b", "c", "d")
+
+    @functools.cached_property
+    def paper_claims(self):
+        return self.load_claims_file()
+
+    def load_claims_file(self):
+        """The papers' claims, validated against the schema's claims_file (an error names the key)."""
+        path = os.path.join(self.workflow.basedir, self.CLAIMS_FILE)
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+        with open(os.path.join(self.workflow.basedir, self.SCHEMA), encoding="utf-8") as f:
+            defs = yaml.safe_load(f)["$defs"]
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator({"$defs": defs, **defs["claims_file"]}).iter_errors(data))
+        if error is not None:
+            msg, detail = self.schema_error_lines(error)
+            self.stop(f"{self.CLAIMS_FILE}: {msg}", detail)
+        for name, claim in data["claims"].items():
+            if claim.get("figure") not in data["places"]:
+                self.stop(f"{self.CLAIMS_FILE}: claims.{name}.figure: '{claim.get('figure')}' has no entry in places"
+                          f"{self.did_you_mean(claim.get('figure'), data['places'])}")
+        return data
+
+    def check_claims_config(self):
+        claims = self.paper_claims["claims"]
+        for name, scale in (self.config.get("claims") or {}).items():
+            if name not in claims:
+                self.config_error(f"claims.{name}: not a claim of {self.CLAIMS_FILE}{self.did_you_mean(name, list(claims))}")
+            changes = sorted(set(scale) - set(CLAIM_SCALE_WORDS))
+            if "not_at_this_scale" in scale and ("scaled" in scale or changes):
+                self.config_error(f"claims.{name}: not_at_this_scale gives no scaled verdict; it takes no `scaled` range or setting")
+            if changes and "scaled" not in scale:  # claims.md shows why beside the scaled verdict
+                self.config_error(f"claims.{name}: {', '.join(changes)} differ from {self.CLAIMS_FILE}'s claim; say why in `scaled`")
+            if "scaled" in scale and not changes:
+                self.config_error(f"claims.{name}: `scaled` says why, but nothing differs from {self.CLAIMS_FILE}'s claim")
+        for name, claim in claims.items():
+            if claim["kind"] == "table" and claim["source"] not in self.CLAIM_SOURCES:
+                self.stop(f"{self.CLAIMS_FILE}: claims.{name}.source: '{claim['source']}' is not one of "
+                          f"{', '.join(sorted(self.CLAIM_SOURCES))}{self.did_you_mean(claim['source'], self.CLAIM_SOURCES)}")
+
+    def claims_targets(self):
+        return ["results/claims.md", "results/claims.csv"] if self.applicable_claims() else []
+
+    def claim_runs(self, claim):
+        return [claim[k] for k in self.CLAIM_RUN_KEYS if k in claim]
+
+    def source_configured(self, source):
+        section = self.config
+        for key in self.CLAIM_SOURCES[source][0]:
+            section = section.get(key) or {}
+        return bool(section)
+
+    def missing_inputs(self, claim):
+        """What of the claim's inputs this config does not define, in words ('' when it has them all)."""
+        if claim["kind"] == "table":
+            if self.source_configured(claim["source"]):
+                return ""
+            return f"this config has no {'.'.join(self.CLAIM_SOURCES[claim['source']][0])} section (table {claim['source']})"
+        missing = [run for run in self.claim_runs(claim) if run not in self.config["runs"] and run not in self.bert_runs()]
+        return f"this config has no run {', '.join(missing)}" if missing else ""
+
+    def scaled_claim(self, name):
+        scale = (self.config.get("claims") or {}).get(name) or {}
+        return {**self.paper_claims["claims"][name], **{k: v for k, v in scale.items() if k not in CLAIM_SCALE_WORDS}}
+
+    @functools.cache  # the config is fixed once parsed: spec, inputs, tables and targets share one pass
+    def measured_claims(self):
+        """Each claim with this config's scale, where the paper says it, and what it cannot measure."""
+        scales = self.config.get("claims") or {}
+        claims = {}
+        for name, claim in self.paper_claims["claims"].items():
+            scaled = self.scaled_claim(name)
+            claims[name] = {**claim, "place": self.paper_claims["places"][claim["figure"]], "scale": scales.get(name, {}),
+                            "paper_missing": self.missing_inputs(claim), "scaled_missing": self.missing_inputs(scaled)}
+        return claims
+
+    def applicable_claims(self):
+        """The claims this config can measure at least one way (a config of other experiments has none)."""
+        return {name: c for name, c in self.measured_claims().items() if not (c["paper_missing"] and c["scaled_missing"])}
+
+    def claims_spec(self, wildcards):
+        """Key order does not matter (the table groups rows by figure), so reordering the config reruns nothing."""
+        return json.dumps(self.measured_claims(), sort_keys=True)
+
+    def claims_inputs(self, wildcards):
+        """Only what the claims read where this config defines it: runs' metrics (and BLEU), results tables."""
+        files = set()
+        for name, claim in self.measured_claims().items():
+            for spec, missing in ((claim, claim["paper_missing"]), (self.scaled_claim(name), claim["scaled_missing"])):
+                if missing:
+                    continue
+                if spec["kind"] == "table":
+                    files.add(self.CLAIM_SOURCES[spec["source"]][1])
+                for run in self.claim_runs(spec):
+                    files.add(f"results/{'pretrain' if run in self.bert_runs() else 'train'}/{run}/metrics.csv")
+                    if spec.get("metric") == "bleu":
+                        files.add(f"results/eval/{run}/bleu.csv")
+        return sorted(files)
+
+    def claims_tables(self, wildcards):
+        """NAME=CSV of each results table the claims read where this config defines it."""
+        inputs = set(self.claims_inputs(wildcards))
+        tables = " ".join(f"{name}={path}" for name, (_, path) in sorted(self.CLAIM_SOURCES.items()) if path in inputs)
+        return f"--tables {tables}" if tables else ""

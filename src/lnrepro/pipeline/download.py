@@ -1,0 +1,72 @@
+"""What download.smk's rules ask of the config (parse time; no torch)."""
+import functools
+import os
+import re
+import shlex
+
+
+class Download:
+    def download_entries(self):
+        """(config key, {url, sha256, file}) of every file the config downloads: the corpora's
+        archives and the BERT data's files (bert_data.smk), all through download_archive."""
+        for corpus, c in self.config["corpora"].items():
+            for a in c.get("archives", []):
+                yield f"corpora.{corpus}.archives", a
+        for name, c in self.config.get("bert_corpora", {}).items():
+            if c.get("wikipedia"):
+                yield f"bert_corpora.{name}.wikipedia", c["wikipedia"]
+        for task, g in self.config.get("glue", {}).items():
+            for key in ("archive", "msr_train", "dev_ids"):
+                if g.get(key):
+                    yield f"glue.{task}.{key}", g[key]
+
+    @functools.cached_property
+    def archives(self):
+        """{file name: its entry} of every archive the config names."""
+        return self.collect_archives()[0]
+
+    @functools.cached_property
+    def archive_stems(self):
+        """{unpacked folder: its archive's file name}."""
+        return self.collect_archives()[1]
+
+    def collect_archives(self):
+        found = {}
+        for key, a in self.download_entries():
+            name = self.archive_name(a)
+            other = found.get(name)
+            if other and (other["url"], other.get("sha256")) != (a["url"], a.get("sha256")):
+                self.config_error(f"{key}: '{name}' is also {other['url']} "
+                                  f"(sha256 {other.get('sha256')}); one file name must mean one file")
+            found[name] = a
+        # only archives are unpacked; a plain file (a dump, a .txt) is read where it was downloaded
+        archives = [n for n in found if n.endswith(self.ARCHIVE_SUFFIXES)]
+        stems = {self.archive_stem(n): n for n in archives}
+        if len(stems) != len(archives):
+            self.config_error(f"archives: two archives unpack to the same folder name ({sorted(found)})")
+        return found, stems
+
+    def drop_dangling_links(self):
+        """A link in resources/verified/ whose file was deleted from resources/downloads/ (to fetch it
+        again, as a sha256 mismatch advises) is removed before Snakemake plans: it holds no data, and
+        Snakemake cannot plan with it (listed, then without a modification time). Its absence then
+        reruns download_archive, as a missing file did before."""
+        for name in self.archives:
+            link = f"resources/verified/{name}"
+            if os.path.islink(link) and not os.path.exists(link):
+                os.remove(link)
+
+    def files_regex(self, names, none):
+        return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or none
+
+    def download_flags(self, wildcards):
+        """URL and sha256 reach the job as params: editing either fetches (and verifies) again."""
+        a = self.archives[wildcards.archive]
+        return f"--url {shlex.quote(a['url'])}" + (f" --sha256 {a['sha256']}" if a.get("sha256") else "")
+
+    def archive_file(self, wildcards):
+        return f"resources/verified/{self.archive_stems[wildcards.unpacked]}"
+
+    def extract_flags(self, wildcards):
+        sha = self.archives[self.archive_stems[wildcards.unpacked]].get("sha256")
+        return f"--sha256 {sha}" if sha else ""

@@ -1,0 +1,28 @@
+"""What figures.smk's rules ask of the config (parse time; no torch)."""
+import json
+
+from snakemake.io import expand
+
+
+class Figures:
+    def figure_targets(self):
+        """Each figure and the table of its final values (its report caption)."""
+        return expand("results/figures/{fig}{suffix}", fig=self.config["figures"], suffix=[".pdf", "_final.csv"])
+
+    def figure_runs(self, fig):
+        return sorted({run for panel in self.config["figures"][fig]["panels"] for run in panel["runs"]})
+
+    def figure_inputs(self, wildcards):
+        """Every run's metrics; BLEU (a decode of every epoch) only for the runs a BLEU panel draws."""
+        panels = self.config["figures"][wildcards.fig]["panels"]
+        decoded = sorted({run for panel in panels if panel["metric"] == "bleu" for run in panel["runs"]})
+        return {
+            "metrics": [f"results/train/{run}/metrics.csv" for run in self.figure_runs(wildcards.fig)],
+            "bleu": [f"results/eval/{run}/bleu.csv" for run in decoded],
+        }
+
+    def figure_spec(self, wildcards):
+        """The figure's panels plus the settings of the runs it draws (for legends)."""
+        spec = dict(self.config["figures"][wildcards.fig])
+        spec["run_settings"] = {run: self.run_settings(run) for run in self.figure_runs(wildcards.fig)}
+        return json.dumps(spec, sort_keys=True)

@@ -1,0 +1,59 @@
+"""What plan.smk's rules ask of the config (parse time; no torch)."""
+import json
+
+from lnrepro.settings import cli_flags
+
+
+class Plan:
+    # what the plan reads of a run's resolved settings (run_settings, bert_run_settings)
+    PLAN_KEYS = ("corpus", "d_model", "ffn_dim", "enc_layers", "dec_layers", "layers", "enc_norm", "dec_norm", "norm",
+                 "share_all_embeddings", "max_tokens", "update_freq", "gpus", "nodes", "epochs", "max_updates",
+                 "optimizer", "momentum", "block_size", "nsp", "short_block_size", "short_fraction",
+                 "short_max_tokens", "valid_interval", "precision")
+
+    PLAN_FLAGS = {"bf16_tflops": "peak_tflops", "fp32_tflops": "fp32_peak_tflops", "mfu": "mfu"}  # config key -> flag
+
+    def plan_settings(self, settings):
+        return {k: v for k, v in settings.items() if k in self.PLAN_KEYS}
+
+    def plan_groups(self):
+        """Each figure's and table's runs: the config's figures, the admin section's tables and figures, BERT's."""
+        groups = {fig: [run for panel in spec["panels"] for run in panel["runs"]] for fig, spec in self.config["figures"].items()}
+        a = self.admin_cfg()
+        for section, name in (("table1", "liu_table1"), ("table2", "liu_table2"), ("lr_grid", "liu_fig10")):
+            if section in a:
+                groups[name] = self.table_runs(section)
+        for section in self.FIGURE_SECTIONS:
+            for fig, spec in a.get(section, {}).items():
+                groups[f"liu_{fig}"] = spec["runs"]
+        if "fig5" in self.bert_section():
+            runs = self.bert_section()["fig5"]["runs"]
+            groups["fig5"] = runs + [f"{run} fine-tuning" for run in runs if "finetune" in self.bert_section()]
+        return {g: list(dict.fromkeys(runs)) for g, runs in groups.items()}
+
+    def plan_run(self, run):
+        """The run's settings and, in a capped config (training_cap), the trainer's cap flags' values."""
+        rounds, round_updates = self.train_cap(run)
+        return {**self.plan_settings(self.run_settings(run)), "max_rounds": rounds, "max_round_updates": round_updates}
+
+    def plan_bert_run(self, run):
+        cap = self.training_cap()
+        return {**self.plan_settings(self.bert_run_settings(run)), "max_rounds": cap.get("bert_rounds", 0),
+                "max_round_updates": cap.get("bert_round_updates", 0)}
+
+    def plan_spec(self, wildcards):
+        return json.dumps({"runs": {run: self.plan_run(run) for run in self.config["runs"]},
+                           "corpora": self.config["corpora"], "groups": self.plan_groups(),
+                           "dicts": {corpus: self.bin_files(corpus)["dict"] for corpus in self.config["corpora"]},
+                           "bert": {"runs": {run: self.plan_bert_run(run) for run in self.bert_runs()},
+                                    "corpora": self.config.get("bert_corpora", {}), "finetune": self.bert_section().get("finetune"),
+                                    "tasks": self.bert_section().get("fig5", {}).get("tasks", []),
+                                    "finetune_rounds": {run: len(self.finetuned_rounds(run)) for run in self.bert_runs()},
+                                    "finetune_updates": self.training_cap().get("finetune_updates", 0)},
+                           "checkpoints": {"keep": self.config.get("checkpoints", {}).get("keep", "all"),
+                                           "needs": {run: self.checkpoint_needs(run) for run in self.checkpoint_readers()}}},
+                          sort_keys=True)
+
+    def throughput_flags(self, wildcards):
+        """The config's `plan:` throughput; lnrepro plan's own defaults (an H100 at 30% MFU) for a key it leaves out."""
+        return cli_flags({self.PLAN_FLAGS[k]: v for k, v in self.config.get("plan", {}).items()})

@@ -1,0 +1,19 @@
+"""What theory.smk's rules ask of the config (parse time; no torch)."""
+import shlex
+
+from lnrepro.settings import cli_flags
+
+
+class Theory:
+    THEORY_KEYS = ("d_model", "layers", "seeds", "sequences", "positions", "vocab_size", "device")
+
+    def theory_targets(self):
+        return ["results/figures/theory.pdf"] if self.config.get("theory") else []
+
+    def theory_flags(self, wildcards):
+        if not self.config.get("theory"):
+            self.config_error("the theory checks (results/figures/theory.pdf) need a 'theory' section")
+        t = self.config["theory"]
+        flags = cli_flags({k: t[k] for k in self.THEORY_KEYS if k in t})
+        depths = " ".join(str(int(L)) for L in t["depths"])
+        return f"{flags} --depths {depths} --title {shlex.quote(t['title'])}"

@@ -1,0 +1,112 @@
+"""lnrepro.pipeline without Snakemake running: what the rule files ask of a config (run settings,
+flags, paths, config checks with their one-line errors), on the real configs."""
+import copy
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from lnrepro.pipeline import Pipeline  # noqa: E402
+
+
+def pipeline(name="demo", edit=None):
+    """The Pipeline of config/<name>.yaml (edited), as common.smk makes it: the schema's defaults first."""
+    config = yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
+    if edit:
+        edit(config)
+    workflow = types.SimpleNamespace(basedir=str(ROOT), is_main_process=False, rules=[])
+    p = Pipeline(config, workflow)
+    p.validate_config()
+    return p
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return pipeline("config")
+
+
+def refusal(capsys, check):
+    """The one line a config check prints before it stops the workflow (exit status 1)."""
+    with pytest.raises(SystemExit) as stopped:
+        check()
+    assert stopped.value.code == 1
+    return capsys.readouterr().err.splitlines()[0]
+
+
+def test_importing_the_pipeline_loads_no_torch():
+    code = "import sys, lnrepro.pipeline; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT / "src")}).stdout
+    assert out.strip() == "False"
+
+
+def test_a_run_merges_defaults_model_and_its_own_keys(paper):
+    s = paper.run_settings("liu_wmt_pre_6L")
+    # train_defaults <- models.wmt_admin <- the run: its own keys win, `norm` sets both sides
+    assert (s["enc_layers"], s["dec_layers"], s["enc_norm"], s["dec_norm"]) == (6, 6, "pre", "pre")
+    assert s["optimizer"] == "radam" and s["lr"] == 1e-3
+    # update_tokens 32768 on one GPU of 8192 tokens: the paper's batch by accumulating 4 passes
+    assert s["update_freq"] == 4
+    assert paper.run_norms("liu_wmt_admin_6L") == ("admin", "admin")
+
+
+def test_a_run_trains_with_the_flags_of_its_settings(paper):
+    flags = paper.train_flags(types.SimpleNamespace(run="liu_wmt_admin_6L")).split()
+    assert flags[flags.index("--update-freq") + 1] == "4"
+    assert flags[flags.index("--enc-norm") + 1] == "admin"
+    assert flags[flags.index("--admin-omega") + 1] == "results/admin/liu_wmt_admin_6L/omega.json"
+    assert "--admin-omega" not in paper.train_flags(types.SimpleNamespace(run="liu_wmt_pre_6L"))
+
+
+def test_paths_follow_the_corpus_and_its_merges(paper):
+    corpus = paper.run_corpus("liu_wmt_pre_6L")
+    merges = paper.config["corpora"][corpus]["bpe_merges"]
+    assert paper.bin_files(corpus)["train"] == f"results/data/{corpus}/bpe{merges}/bin/train.pt"
+
+
+def test_the_real_configs_pass_every_check(paper):
+    for p in (pipeline("demo"), paper):
+        p.check_config()
+        p.check_trainable()
+        p.check_admin_config()
+        p.check_admin_run_settings()
+        p.check_probe_config()
+        p.check_claims_config()
+
+
+def test_an_unknown_corpus_is_one_line_with_the_closest_name(capsys):
+    p = pipeline(edit=lambda c: c["runs"]["adam_5e-4_nowarm"].update(corpus="deen2"))
+    assert refusal(capsys, p.check_config) == \
+        "config: runs.adam_5e-4_nowarm.corpus: 'deen2' is not a corpus (did you mean 'deen'?)"
+
+
+def test_a_norm_pair_the_model_cannot_build_is_refused(capsys):
+    p = pipeline(edit=lambda c: c["runs"]["adam_5e-4_nowarm"].update(enc_norm="admin", dec_norm="pre"))
+    assert refusal(capsys, p.check_config).startswith(
+        "config: runs.adam_5e-4_nowarm: enc_norm/dec_norm admin/pre cannot be built")
+
+
+def test_a_schema_error_names_the_key(capsys):
+    def typo(c):
+        c["train_defaults"]["warmpu"] = 10
+    assert refusal(capsys, lambda: pipeline(edit=typo)) == \
+        "config: train_defaults: unknown key 'warmpu' (did you mean 'warmup'?)"
+
+
+def test_an_update_norm_pair_past_the_runs_epochs_is_a_planning_error(capsys):
+    def late_pair(c):
+        c["admin"]["update_norms"]["fig11"]["epochs"] = [1, 100]
+    p = pipeline(edit=late_pair)
+    epochs = p.run_settings("liu_wmt_pre_6L")["epochs"]
+    assert refusal(capsys, p.check_admin_run_settings) == (
+        f"config: admin.update_norms.fig11.epochs: the pair (100, 101) reads the checkpoint of epoch 101, "
+        f"but liu_wmt_pre_6L trains {epochs} epochs")
+    last = copy.deepcopy(p.config)
+    last["admin"]["update_norms"]["fig11"]["epochs"] = [epochs - 1]  # the last pair a run writes
+    Pipeline(last, p.workflow).check_admin_run_settings()
