@@ -216,8 +216,8 @@ def planned_resources(workdir, cfg, targets):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     jobs = {}
-    for block in re.split(r"\n(?=rule \w+:)", out.stdout):
-        rule = re.match(r"rule (\w+):", block)
+    for block in re.split(r"\n(?=(?:rule|checkpoint) \w+:)", out.stdout):  # train, pretrain: checkpoint rules
+        rule = re.match(r"(?:rule|checkpoint) (\w+):", block)
         res = re.search(r"^\s+resources: (.*)$", block, re.M)
         if rule and res:
             wc = re.search(r"^\s+wildcards: (.*)$", block, re.M)

@@ -372,7 +372,7 @@ def paper_build(tmp_path_factory):
 
 
 def ran_rules(log):
-    return set(re.findall(r"^(?:local)?rule (\w+):", log, flags=re.M))
+    return set(re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):", log, flags=re.M))
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """lnrepro.pipeline without Snakemake running: what the rule files ask of a config (run settings,
 flags, paths, config checks with their one-line errors), on the real configs."""
 import copy
+import re
 import subprocess
 import sys
 import types
@@ -110,3 +111,78 @@ def test_an_update_norm_pair_past_the_runs_epochs_is_a_planning_error(capsys):
     last = copy.deepcopy(p.config)
     last["admin"]["update_norms"]["fig11"]["epochs"] = [epochs - 1]  # the last pair a run writes
     Pipeline(last, p.workflow).check_admin_run_settings()
+
+
+# ---- the checkpoints later steps read, declared to the DAG (issue 32, item 3) -------------------
+class Trained:
+    """Snakemake's `checkpoints.train`/`.pretrain` after training: each run's manifest (metrics.csv),
+    fabricated with `epochs` rows of 100 updates, each naming its checkpoint."""
+
+    def __init__(self, root, epochs):
+        self.root, self.epochs = root, epochs
+
+    def get(self, run):
+        metrics = self.root / run / "metrics.csv"
+        if not metrics.exists():
+            metrics.parent.mkdir(parents=True)
+            rows = [f"{e},{100 * e},checkpoints/epoch{e}.pt" for e in range(1, self.epochs + 1)]
+            metrics.write_text("epoch,updates,checkpoint\n" + "\n".join(rows) + "\n")
+        return types.SimpleNamespace(output=[str(metrics)])
+
+
+def readers(p):
+    """(run, the checkpoints it declares) of every job of the config that reads checkpoints."""
+    jobs = []
+    for f in p.eval_files():
+        n = re.fullmatch(r"results/eval/(.+)/bleu_avg(\d+)\.csv", f)
+        if n:
+            jobs.append((n.group(1), p.last_checkpoints(types.SimpleNamespace(run=n.group(1), n=n.group(2)))))
+    run = p.probe_cfg()["run"]
+    jobs.append((run, p.probed_checkpoint(types.SimpleNamespace(run=run))))
+    for fig in p.config["admin"]["layer_dependency"]:
+        jobs.append((None, p.dependency_checkpoints(types.SimpleNamespace(ldfig=fig))))
+    for fig in p.config["admin"]["update_norms"]:
+        jobs.append((None, p.update_norm_checkpoints(types.SimpleNamespace(unfig=fig))))
+    for f in p.fig5_summaries():
+        run, task, r = re.fullmatch(r"results/finetune/(.+)/(.+)/round(\d+)\.summary\.csv", f).groups()
+        jobs.append((run, p.finetuned_checkpoint(types.SimpleNamespace(run=run, task=task, round=r))))
+    return jobs
+
+
+def test_each_reader_declares_the_checkpoints_it_reads_and_retention_keeps_them(tmp_path):
+    from lnrepro.training.retain import needed_epochs, trained_checkpoints
+
+    p = pipeline("config")
+    epochs = 40  # Fig 11 draws the pairs from (39, 40): every one is written
+    p.checkpoints = types.SimpleNamespace(train=Trained(tmp_path / "train", epochs),
+                                          pretrain=Trained(tmp_path / "pretrain", epochs))
+    jobs = readers(p)
+    declared = [f for _, files in jobs for f in files]
+    names = {re.sub(r"^.*/(train|pretrain)/", "", f) for f in declared}
+    # the paper's readers: averaged BLEU (last 10), Fig 3 after warm-up (8000 updates: epoch 80 > 40,
+    # so the last), Figs 7-8 (the last), Figs 3/11 (pairs 1-2, 10-11, 20-21, 39-40), Fig 5's rounds
+    assert "liu_wmt_admin_6L/checkpoints/epoch31.pt" in names and "liu_wmt_admin_6L/checkpoints/epoch30.pt" not in names
+    assert {f"liu_wmt_pre_6L_sgd/checkpoints/epoch{e}.pt" for e in (1, 2, 10, 11, 20, 21, 39, 40)} <= names
+    assert "liu_wmt_pre_6L_sgd/checkpoints/epoch3.pt" not in names
+    assert all(f.startswith(str(tmp_path)) for f in declared)
+    # what `lnrepro retain` keeps of each run (keep: needed) holds every checkpoint a reader declares
+    for run, (_, needs) in p.checkpoint_readers().items():
+        metrics = (p.checkpoints.pretrain if run in p.bert_runs() else p.checkpoints.train).get(run=run).output[0]
+        listed = trained_checkpoints(metrics)
+        kept = {str(path) for e, _, path in listed if e in needed_epochs(needs, [(e, u) for e, u, _ in listed])}
+        assert {f for f in declared if f.startswith(str(Path(metrics).parent) + "/")} <= kept, run
+
+
+def test_a_reader_waits_for_its_trainings_manifest():
+    """Before a run has trained, Snakemake's checkpoint raises and plans the reader after it."""
+    from snakemake.exceptions import IncompleteCheckpointException
+
+    p = pipeline("demo")
+
+    class Untrained:
+        def get(self, run):
+            raise IncompleteCheckpointException(None, f"results/train/{run}/metrics.csv")
+
+    p.checkpoints = types.SimpleNamespace(train=Untrained(), pretrain=Untrained())
+    with pytest.raises(IncompleteCheckpointException):
+        p.probed_checkpoint(types.SimpleNamespace(run=p.probe_cfg()["run"]))

@@ -155,4 +155,4 @@ def test_paper_config_plans_results_plan_md(tmp_path):
     out = snakemake(wf, "-n", "results/plan.md", "--configfile", "config/config.yaml")
     text = out.stdout + out.stderr
     assert "rule plan:" in text or "localrule plan:" in text
-    assert "rule train" not in text
+    assert "checkpoint train" not in text  # train: a checkpoint rule

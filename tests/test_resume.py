@@ -35,7 +35,7 @@ def build(workdir, cfg):
     """Build the run's metrics with cfg: (its train log, its final valid loss)."""
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     out = snakemake(workdir, METRICS, "--cores", "2", "--configfile", "tiny.yaml").stderr
-    assert "rule train:" in out, out[-3000:]  # the training job ran
+    assert "checkpoint train:" in out, out[-3000:]  # the training job ran (train: a checkpoint rule)
     log = (workdir / "logs" / "train" / f"{RUN}.log").read_text()
     return log, pd.read_csv(workdir / METRICS).valid_loss.iloc[-1]
 

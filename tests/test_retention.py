@@ -216,7 +216,7 @@ def test_retain_jobs_keep_what_later_steps_read_and_a_new_beam_fails_in_one_line
     sizes = {p.relative_to(workdir).as_posix(): p.stat().st_size for p in (workdir / "results/train").glob("*/checkpoints/*")}
     assert len(sizes) == 2 * 4
     out = snakemake(workdir, "--cores", "2", "--configfile", "tiny.yaml")
-    assert "rule train" not in out.stdout + out.stderr  # only the retain jobs were left
+    assert "checkpoint train" not in out.stdout + out.stderr  # only the retain jobs were left
     left = sorted(p.relative_to(workdir).as_posix() for p in (workdir / "results/train").glob("*/checkpoints/*"))
     assert left == ["results/train/a/checkpoints/last.pt", "results/train/b/checkpoints/epoch1.pt",
                     "results/train/b/checkpoints/epoch2.pt", "results/train/b/checkpoints/last.pt"]

@@ -158,15 +158,22 @@ def test_the_launch_defaults_are_the_trainers_one_process():
     assert {k: getattr(args, k) for k in settings.LAUNCH_KEYS} == settings.LAUNCH_DEFAULTS
 
 
-def test_the_clean_defaults_are_clean_corpus_ns_and_the_schemas():
-    """The schema (YAML) states them as its defaults too; the workflow's flags and checks read them here."""
+@pytest.mark.parametrize("module, args, defaults, section", [
+    ("lnrepro.prepare.clean", ["--src-in", "a", "--tgt-in", "b", "--src-out", "c", "--tgt-out", "d"],
+     "CLEAN_DEFAULTS", "clean"),  # clean-corpus-n.perl's
+    ("lnrepro.training.evaluate", ["--metrics", "m", "--data", "d", "--reference", "r", "--out", "o"],
+     "DECODE_DEFAULTS", "decode"),  # fairseq-generate's
+])
+def test_a_corpus_sections_defaults_are_its_commands_and_the_schemas(module, args, defaults, section):
+    """The command's flags default to them; the schema (YAML: it cannot import) states them as its
+    defaults too; the workflow's flags and checks read them from lnrepro.settings."""
     import yaml
     from workflow_helpers import ROOT
 
-    args = parser_of("lnrepro.prepare.clean").parse_args(["--src-in", "a", "--tgt-in", "b", "--src-out", "c",
-                                                          "--tgt-out", "d"])
-    assert {k: getattr(args, k) for k in settings.CLEAN_DEFAULTS} == settings.CLEAN_DEFAULTS
+    values = getattr(settings, defaults)
+    parsed = parser_of(module).parse_args(args)
+    assert {k: getattr(parsed, k) for k in values} == values
     text = (ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text()
-    schema_clean = yaml.safe_load(text)["$defs"]["corpus"]["properties"]["clean"]
-    defaults = {k: v["default"] for k, v in schema_clean["properties"].items() if "default" in v}
-    assert defaults == {k: v for k, v in settings.CLEAN_DEFAULTS.items() if k in defaults}
+    schema = yaml.safe_load(text)["$defs"]["corpus"]["properties"][section]["properties"]
+    stated = {k: v["default"] for k, v in schema.items() if "default" in v}
+    assert stated == {k: v for k, v in values.items() if k in stated} and stated

@@ -34,8 +34,8 @@ def write_config(workdir, cfg, name="edited.yaml"):
 def planned_jobs(dry_run_output):
     """{rule: [wildcards line, ...]} of the jobs a dry run plans."""
     jobs = {}
-    for block in re.split(r"\n(?=\[[^\n]*\]\nrule |rule )", dry_run_output):
-        m = re.search(r"^(?:\[[^\n]*\]\n)?rule (\w+):", block, re.M)
+    for block in re.split(r"\n(?=\[[^\n]*\]\n(?:rule|checkpoint) |(?:rule|checkpoint) )", dry_run_output):
+        m = re.search(r"^(?:\[[^\n]*\]\n)?(?:rule|checkpoint) (\w+):", block, re.M)  # train, pretrain: checkpoints
         if m:
             wc = re.search(r"wildcards: (.*)", block)
             jobs.setdefault(m.group(1), []).append(wc.group(1) if wc else "")
@@ -409,6 +409,25 @@ def test_a_runs_own_decode_setting_reruns_only_its_evaluation(demo):
 def test_nothing_to_do_after_the_demo(demo):
     out = snakemake(demo, "-n", "--cores", "2").stdout
     assert "Nothing to be done" in out
+
+
+@pytest.mark.slow
+def test_a_missing_checkpoint_a_step_reads_is_a_planning_error(demo):
+    """Figs 7-8 read each run's last checkpoint, declared to the DAG from the run's manifest
+    (lnrepro.pipeline.checkpoint_reads): gone, the dry run stops and names it, though the figure is built."""
+    run = demo_config()["admin"]["layer_dependency"]["fig7"]["runs"][0]
+    last = pd.read_csv(demo / "results" / "train" / run / "metrics.csv").checkpoint.dropna().iloc[-1]
+    checkpoint = demo / "results" / "train" / run / last
+    aside = checkpoint.with_name("aside.pt")
+    checkpoint.rename(aside)
+    try:
+        proc = snakemake(demo, "-n", "--cores", "2", check=False)
+    finally:
+        aside.rename(checkpoint)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Missing input files for rule layer_dependency" in out
+    assert f"results/train/{run}/{last}" in out
+    assert "Nothing to be done" in snakemake(demo, "-n", "--cores", "2").stdout
 
 
 # ---- Fig 3, theory checks, claims table, report (issue 5) ---------------------------------------

@@ -56,6 +56,10 @@ ADMIN_PROFILE_METHOD = "clinic-running"
 # corpus cleaning where a corpus's `clean` sets no value (lnrepro.prepare.clean: clean-corpus-n.perl's
 # min and max words per side, and its length ratio)
 CLEAN_DEFAULTS = {"min": 1, "max": 175, "ratio": 1.5}
+# decoding where neither a corpus's nor a run's `decode` sets a value (lnrepro evaluate's defaults:
+# fairseq-generate's beam 5, lenpen 1, max_len_b 200, min_len 1)
+DECODE_DEFAULTS = {"split": "test", "beam": 5, "lenpen": 1.0, "max_len_a": 0, "max_len_b": 200, "min_len": 1,
+                   "batch_sentences": 128}
 # a claim's scale entry (config `claims:`): these words describe the scale; its other keys change
 # what the claim measures (lnrepro.analyses.claims)
 CLAIM_SCALE_WORDS = ("scaled", "seed_spread", "note", "not_at_this_scale")

@@ -3,20 +3,12 @@
 # (no-warm-up lr x beta2 grid). Training and decoding are the
 # ordinary `train`/`evaluate`/`evaluate_averaged` jobs of the named runs; these rules probe at
 # initialization (seconds) and assemble. Everything comes from the config's optional `admin:`
-# section; without a subsection its target is simply not in `rule all`.
+# section; without a subsection its target is simply not in `rule all`. What the rules ask of the
+# config: lnrepro.pipeline.admin; the checkpoints Figs 3/11 and 7-8 read: checkpoint_reads.
 
 
-# what each run of Table 2's §5.2 block trains with (Liu: "FixUp (without using layer normalization)
 P.check_admin_config()
 P.check_admin_run_settings()
-
-
-# ---- Figs 7-8: layer dependency beta at init and after training ----
-# DEPENDENCY_KEYS (what rebuilds a run's init): lnrepro.settings
-
-
-# ---- Figs 3 and 11: relative gradient and update norms between consecutive epoch checkpoints ----
-# UPDATE_NORM_KEYS (what the probe needs of a run): lnrepro.settings
 
 
 rule gradient_vanishing:
@@ -123,6 +115,7 @@ rule lr_grid:
 rule layer_dependency:
     input:
         unpack(P.dependency_inputs),
+        checkpoints=P.dependency_checkpoints,
     output:
         pdf="results/figures/liu_{ldfig}.pdf",
         png=report("results/figures/liu_{ldfig}.png", caption="../report/admin.rst", category="Admin"),
@@ -150,6 +143,7 @@ rule layer_dependency:
 rule update_norms:
     input:
         unpack(P.update_norms_inputs),
+        checkpoints=P.update_norm_checkpoints,
     output:
         pdf="results/figures/liu_{unfig}.pdf",
         png=report("results/figures/liu_{unfig}.png", caption="../report/update_norms.rst", category="Admin"),

@@ -1,15 +1,16 @@
 # BERT (Xiong et al. Fig 5): pre-train each run on its corpus (bert_data.smk), fine-tune every
 # round's checkpoint on each GLUE task, draw validation loss and dev accuracy against updates.
 # Checkpoints live in results/pretrain/{run}/checkpoints/, outside the declared output, so a
-# killed pre-training resumes; fine-tuning reads the round's checkpoint by name.
-# A run's settings: bert_run_settings (common.smk). BERT runs share the `run` wildcard and the
+# killed pre-training resumes; pretrain is a checkpoint rule, so fine-tuning declares the round's
+# checkpoint from its metrics.csv (lnrepro.pipeline.checkpoint_reads). A run's settings:
+# bert_run_settings (lnrepro.pipeline.common). BERT runs share the `run` wildcard and the
 # resource helpers (resources.smk) with translation runs.
 
 
 P.check_bert_config()
 
 
-rule pretrain:
+checkpoint pretrain:
     input:
         unpack(P.pretrain_data),
     output:
@@ -41,6 +42,7 @@ rule pretrain:
 rule finetune:
     input:
         unpack(P.finetune_inputs),
+        checkpoints=P.finetuned_checkpoint,
     output:
         runs="results/finetune/{run}/{task}/round{round}.csv",
         summary="results/finetune/{run}/{task}/round{round}.summary.csv",

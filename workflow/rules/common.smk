@@ -11,7 +11,7 @@ from lnrepro.settings import ADMIN_PROFILE_METHOD  # a param of the jobs that pr
 # Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
 # even when the environment was not activated.
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-P = Pipeline(config, workflow)
+P = Pipeline(config, workflow, checkpoints)
 P.validate_config()  # fills in the schema's defaults, so it comes before any other use of config
 
 
@@ -30,7 +30,3 @@ wildcard_constraints:
     merges="[0-9]+",
 
 
-# ---- flags -----------------------------------------------------------------------------------
-# cli_flags, trainer_flags, ...: lnrepro.settings
-# training_cap: a smoke test of a whole configuration (tests/test_paper_config.py). It reaches the
-# trainers as flags of their own, so a capped run records the cap (log, metrics' `capped` column,

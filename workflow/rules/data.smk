@@ -3,7 +3,7 @@
 #
 # results/data/{corpus}/raw/{split}.{lang} comes from the corpus's source: generate_corpus,
 # prepare_iwslt14 / prepare_wmt14 (from the unpacked archives, download.smk) or prepare_local.
-# Routes, chosen per corpus by wildcard constraints (helpers below):
+# Routes, chosen per corpus by wildcard constraints (lnrepro.pipeline.data):
 #   every corpus      tokenize (or copy_tokenized: `tokenized: true`) -> tok/{train,test}
 #   IWSLT recipe      clean_corpus (tok/train) -> lowercase -> split_valid (every Nth) -> BPE
 #   clean_after_bpe   lowercase (no cleaning) -> split_valid -> BPE -> clean_bpe (train, valid)
@@ -18,8 +18,6 @@ ruleorder: split_valid > lowercase  # text/{train,valid}: split off, unless the 
 ruleorder: clean_bpe > bpe_apply  # bpe{N}/{train,valid}: cleaned after BPE where the corpus says so
 
 
-# ---- tokenize: a translation corpus's tok/{split}.{side}; as the corpora bert/NAME and glue/TASK,
-# a BERT corpus's tok.txt (of its sentences.txt) and a GLUE task's tok/{split}.{sentence1,sentence2}
 rule generate_corpus:
     output:
         directory("results/data/{corpus}/raw"),

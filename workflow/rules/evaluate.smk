@@ -1,5 +1,6 @@
 # Decode every epoch checkpoint of a run and score BLEU. Its own rule: a new beam size reruns
-# decoding and figures, never training.
+# decoding and figures, never training. It reads the checkpoints its metrics.csv lists and declares
+# none (retention deletes most of them after it: lnrepro.pipeline.checkpoint_reads says why).
 
 
 rule evaluate:
@@ -27,11 +28,12 @@ rule evaluate:
         " {params.flags} --threads {threads} --out {output} > {log} 2>&1"
 
 
-# The BLEU of the average of a run's last N epoch checkpoints (the Admin recipes: N = 10); the
-# per-epoch bleu.csv and its figures are untouched.
+# The BLEU of the average of a run's last N epoch checkpoints (the Admin recipes: N = 10), declared
+# as its inputs; the per-epoch bleu.csv and its figures are untouched.
 rule evaluate_averaged:
     input:
         unpack(P.eval_inputs),
+        checkpoints=P.last_checkpoints,
     output:
         "results/eval/{run}/bleu_avg{n}.csv",
     wildcard_constraints:

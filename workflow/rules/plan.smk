@@ -1,6 +1,7 @@
 # The cost plan (lnrepro plan): trainings, updates, FLOPs, GPU-hours and disk of the config's runs
-# (checkpoints all kept and after retention: retention.smk's needs), per figure and table. Not in `rule all`: `snakemake results/plan.md` before submitting. It reads
-# only the config, so it runs without any data or GPU.
+# (checkpoints all kept and after retention: retention.smk's needs), per figure and table. Not in
+# `rule all`: `snakemake results/plan.md` before submitting. It reads only the config, so it runs
+# without any data or GPU.
 
 rule plan:
     output:

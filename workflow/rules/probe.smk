@@ -34,6 +34,7 @@ rule probe_gradients:
 rule probe_after_warmup:
     input:
         unpack(P.warmup_probe_inputs),
+        checkpoints=P.probed_checkpoint,
     output:
         grads="results/probe/after_warmup/{run}/grads.csv",
         concentration="results/probe/after_warmup/{run}/concentration.csv",

@@ -1,11 +1,13 @@
 # One training job per named run. Resumable state lives in results/train/{run}/checkpoints/,
-# outside the declared output, so a failed or killed job keeps it and the retry resumes.
+# outside the declared output, so a failed or killed job keeps it and the retry resumes. train is a
+# Snakemake checkpoint rule: its output, metrics.csv, names each epoch's checkpoint, and the steps
+# that read some declare them once it exists (lnrepro.pipeline.checkpoint_reads).
 # A run's `nodes` and `gpus` reach `lnrepro train`, which starts its processes (lnrepro.core.launch);
 # what the job asks a cluster for comes from resources.smk.
 # The shells `exec` the trainer: Snakemake's own child, it stops when Snakemake dies (loop.ParentWatch).
 
 
-rule train:
+checkpoint train:
     input:
         unpack(P.train_data),
     output:

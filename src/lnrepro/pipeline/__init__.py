@@ -6,6 +6,7 @@ running (tests/test_pipeline.py). Torch-free, like lnrepro.settings, which decid
 from lnrepro.pipeline.admin import Admin
 from lnrepro.pipeline.bert import Bert
 from lnrepro.pipeline.bert_data import BertData
+from lnrepro.pipeline.checkpoint_reads import CheckpointReads
 from lnrepro.pipeline.claims import Claims
 from lnrepro.pipeline.common import Common
 from lnrepro.pipeline.data import Data
@@ -21,10 +22,12 @@ from lnrepro.pipeline.train import Train
 
 
 class Pipeline(Common, Resources, Download, Data, BertData, Train, Evaluate, Figures, Probe, Theory, Claims, Admin,
-               Bert, Retention, Plan):
+               Bert, Retention, Plan, CheckpointReads):
     """The config (after the schema filled in its defaults) and the Snakemake workflow it belongs to
-    (its folder, whether this is the main process, its rules). A part's methods call any part's."""
+    (its folder, whether this is the main process, its rules, its checkpoint rules: train and pretrain).
+    A part's methods call any part's."""
 
-    def __init__(self, config, workflow):
+    def __init__(self, config, workflow, checkpoints=None):
         self.config = config
         self.workflow = workflow
+        self.checkpoints = checkpoints

@@ -16,6 +16,7 @@ class Admin:
 
     FIGURE_SECTIONS = ("layer_dependency", "update_norms")  # {fig: {title, runs, ...}}: results/figures/liu_{fig}
 
+    # what each run of Table 2's §5.2 block trains with (Liu: "FixUp (without using layer normalization)
     # and LookLinear (with Post-LN)")
     INIT_RUN_SETTINGS = {"fixup": {"enc_norm": "fixup", "dec_norm": "fixup"},
                          "looklinear": {"init": "looklinear", "enc_norm": "post", "dec_norm": "post"}}

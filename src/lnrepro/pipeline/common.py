@@ -329,6 +329,10 @@ class Common:
     def run_bin_dir(self, wildcards):
         return f"{self.bpe_dir(self.run_corpus(wildcards.run))}/bin"
 
+    # ---- flags -----------------------------------------------------------------------------------
+    # cli_flags, trainer_flags, ...: lnrepro.settings
+    # training_cap: a smoke test of a whole configuration (tests/test_paper_config.py). It reaches the
+    # trainers as flags of their own, so a capped run records the cap (log, metrics' `capped` column,
     # checkpoint fingerprint) and is never resumed by, or mistaken for, a real one.
     def training_cap(self):
         return self.config.get("training_cap", {})

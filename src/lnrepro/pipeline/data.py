@@ -61,6 +61,8 @@ class Data:
     def raw_file(self, wildcards):
         return f"{self.data_dir(wildcards.corpus)}/raw/{wildcards.split}.{self.lang(wildcards.corpus, wildcards.side)}"
 
+    # ---- tokenize: a translation corpus's tok/{split}.{side}; as the corpora bert/NAME and glue/TASK,
+    # a BERT corpus's tok.txt (of its sentences.txt) and a GLUE task's tok/{split}.{sentence1,sentence2}
     # (of its raw/ columns). The output is tok{file}: file is /{split}.{side} or .txt ----
     def tokenize_corpora(self):
         return self.names_regex([n for n, c in self.config["corpora"].items() if not c.get("tokenized", False)]

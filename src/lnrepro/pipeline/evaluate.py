@@ -1,15 +1,13 @@
 """What evaluate.smk's rules ask of the config (parse time; no torch)."""
-from lnrepro.settings import cli_flags
+from lnrepro.settings import DECODE_DEFAULTS, cli_flags
 
 
 class Evaluate:
-    DECODE_DEFAULTS = {"split": "test", "beam": 5, "lenpen": 1.0, "max_len_a": 0, "max_len_b": 200, "min_len": 1, "batch_sentences": 128}
-
     def decode_settings(self, corpus, run=None):
         """The corpus's decoding, then what a run family's recipe sets for itself (`runs.RUN.decode`:
         Liu et al.'s IWSLT runs decode with lenpen 1.0 where Xiong et al.'s use 1.2)."""
         run_decode = self.config["runs"][run].get("decode", {}) if run else {}
-        return {**self.DECODE_DEFAULTS, **self.corpus_cfg(corpus).get("decode", {}), **run_decode}
+        return {**DECODE_DEFAULTS, **self.corpus_cfg(corpus).get("decode", {}), **run_decode}
 
     def detok_reference(self, corpus):
         """The raw (untokenized) reference of the decoded split, for detokenized sacreBLEU; None

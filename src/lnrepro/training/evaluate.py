@@ -30,6 +30,7 @@ from ..core.bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
 from ..core.data import Dictionary, ParallelData
 from ..core.loop import load_input, pick_device, write_csv
 from ..core.translation import MAX_POSITIONS, load_model
+from ..settings import DECODE_DEFAULTS
 
 COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "beam", "lenpen", "min_len",
            "sentences", "skipped", "sentences_per_s", "signature", "averaged", "average_last"]
@@ -38,17 +39,19 @@ COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "
 def add_arguments(p):
     p.add_argument("--metrics", required=True, help="the run's metrics.csv (lists its checkpoints)")
     p.add_argument("--data", required=True, help="binarized data dir (dict.txt, SPLIT.pt)")
-    p.add_argument("--split", default="test", help="which SPLIT.pt of --data to decode")
+    p.add_argument("--split", default=DECODE_DEFAULTS["split"], help="which SPLIT.pt of --data to decode")
     p.add_argument("--reference", required=True, help="tokenized reference text (before BPE)")
     p.add_argument("--detok-reference", default=None,
                    help="raw reference for detokenized sacreBLEU; left out: sacrebleu_detok is NaN")
-    p.add_argument("--beam", type=int, default=5, help="beam size (fairseq's --beam)")
-    p.add_argument("--lenpen", type=float, default=1.0, help="length penalty: scores divided by length**lenpen")
-    p.add_argument("--max-len-a", type=float, default=0.0, help="hypotheses at most a * source length + b tokens: a")
-    p.add_argument("--max-len-b", type=int, default=200, help="hypotheses at most a * source length + b tokens: b")
-    p.add_argument("--min-len", type=int, default=1,
+    d = DECODE_DEFAULTS
+    p.add_argument("--beam", type=int, default=d["beam"], help="beam size (fairseq's --beam)")
+    p.add_argument("--lenpen", type=float, default=d["lenpen"], help="length penalty: scores divided by length**lenpen")
+    p.add_argument("--max-len-a", type=float, default=float(d["max_len_a"]),
+                   help="hypotheses at most a * source length + b tokens: a")
+    p.add_argument("--max-len-b", type=int, default=d["max_len_b"], help="hypotheses at most a * source length + b tokens: b")
+    p.add_argument("--min-len", type=int, default=d["min_len"],
                    help="</s> forbidden before this many tokens (fairseq-generate's --min-len, default 1)")
-    p.add_argument("--batch-sentences", type=int, default=128, help="sentences decoded per batch")
+    p.add_argument("--batch-sentences", type=int, default=d["batch_sentences"], help="sentences decoded per batch")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda or a torch device")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
     p.add_argument("--target-lang", default="en", help="for detokenization")
