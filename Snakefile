@@ -35,8 +35,9 @@ envvars:
 
 # Each rule file holds its rules; what they ask of the config is P (lnrepro.pipeline, one part per
 # rule file), which common.smk makes and validates against workflow/schemas/config.schema.yaml (one
-# line per error, not the schema). Each file checks its config section as it is included, so with
-# several config errors the first one reported follows this order.
+# line per error, not the schema), then checks the runs and corpora; bert_data.smk the BERT data;
+# P.check_sections() below the sections only some targets read (Pipeline.SECTION_CHECKS). With
+# several config errors, the first one reported follows this order.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/data.smk"
@@ -55,17 +56,12 @@ include: "workflow/rules/plan.smk"
 
 rule all:
     input:
-        P.figure_targets(),
-        P.probe_targets(),
-        P.theory_targets(),
-        P.claims_targets(),
-        P.admin_targets(),
-        P.bert_targets(),
-        P.retention_targets(),
+        P.default_targets,
     default_target: True
 
 
-P.check_targets(rules.all.input)
+P.check_sections()
+P.check_targets()
 
 
 # in the main process of a real run only (not -n, not the jobs Snakemake or a cluster starts)
@@ -77,7 +73,7 @@ onstart:
 
 
 onsuccess:
-    progress.finished(workflow, rules.all.input)
+    progress.finished(workflow, P.default_targets())
 
 
 onerror:

@@ -93,3 +93,18 @@ def test_a_probed_run_that_trains_post_ln_by_default_is_taken(tmp_path):
                 run.setdefault("norm", "post")  # every other run as before
         cfg["runs"][cfg["gradient_probe"]["run"]] = {"lr": 1.0e-3, "epochs": 20}
     assert snakemake(tmp_path, "-n", "results/figures/fig3.pdf", "--configfile", edited_config(tmp_path, defaults_only)).returncode == 0
+
+
+def test_a_section_is_checked_when_a_target_needs_it(tmp_path):
+    """An error of the admin: section stops the targets that read it, in one line, and not Fig 4's
+    plan (lnrepro.pipeline.Pipeline.checked); before, every plan stopped at it."""
+    workflow_copy(tmp_path)
+    config = edited_config(tmp_path, lambda c: c["admin"]["lr_grid"]["cells"][0].update(run="nope_run"))
+    fig4 = snakemake(tmp_path, "-n", "results/figures/fig4.pdf", "--configfile", config, check=False)
+    assert fig4.returncode == 0 and "plot_figure" in fig4.stdout
+    error = "config: admin.lr_grid: 'nope_run' is not a run"
+    assert failed_lines(snakemake(tmp_path, "-n", "--configfile", config, check=False))[0] == error  # rule all
+    # a target that reads it: planning stops at the line, after Snakemake's banner, without a frame
+    fig10 = snakemake(tmp_path, "-n", "results/figures/liu_fig10.pdf", "--configfile", config, check=False)
+    lines = (fig10.stdout + fig10.stderr).splitlines()
+    assert fig10.returncode == 1 and error in lines and not any(line.lstrip().startswith("File ") for line in lines)

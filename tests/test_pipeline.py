@@ -186,3 +186,15 @@ def test_a_reader_waits_for_its_trainings_manifest():
     p.checkpoints = types.SimpleNamespace(train=Untrained(), pretrain=Untrained())
     with pytest.raises(IncompleteCheckpointException):
         p.probed_checkpoint(types.SimpleNamespace(run=p.probe_cfg()["run"]))
+
+
+def test_a_sections_checks_run_once_when_it_is_first_read(capsys):
+    def bad_lr_grid(c):
+        c["admin"]["lr_grid"]["cells"][0]["run"] = "nope_run"
+    p = pipeline(edit=bad_lr_grid)
+    assert p.run_settings("adam_5e-4_nowarm")["corpus"] == "deen"  # the runs' part reads no admin:
+    assert refusal(capsys, p.admin_targets).startswith("config: admin.lr_grid: 'nope_run' is not a run")
+    good = pipeline()
+    good.admin_targets()
+    good.config["admin"]["lr_grid"]["cells"][0]["run"] = "nope_run"  # after the check: not checked again
+    assert "results/figures/liu_fig10.pdf" in good.admin_targets()

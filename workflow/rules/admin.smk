@@ -7,10 +7,6 @@
 # config: lnrepro.pipeline.admin; the checkpoints Figs 3/11 and 7-8 read: checkpoint_reads.
 
 
-P.check_admin_config()
-P.check_admin_run_settings()
-
-
 rule gradient_vanishing:
     input:
         unpack(P.vanishing_data),

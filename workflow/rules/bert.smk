@@ -7,9 +7,6 @@
 # resource helpers (resources.smk) with translation runs.
 
 
-P.check_bert_config()
-
-
 checkpoint pretrain:
     input:
         unpack(P.pretrain_data),

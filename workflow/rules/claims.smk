@@ -4,9 +4,6 @@
 # not define is a row that says so, never left out. Editing a range reruns only this job.
 
 
-P.check_claims_config()
-
-
 rule check_claims:
     input:
         P.claims_inputs,

@@ -3,9 +3,6 @@
 # The section is optional: without it, Fig 3 is simply not in `rule all`.
 
 
-P.check_probe_config()
-
-
 rule probe_gradients:
     input:
         unpack(P.probe_data),

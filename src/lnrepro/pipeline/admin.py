@@ -22,6 +22,7 @@ class Admin:
                          "looklinear": {"init": "looklinear", "enc_norm": "post", "dec_norm": "post"}}
 
     def admin_cfg(self, section=None):
+        self.checked("admin")
         a = self.config.get("admin", {})
         if section is None:
             return a

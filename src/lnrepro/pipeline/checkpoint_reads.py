@@ -10,6 +10,8 @@ Per-epoch decoding (evaluate) reads every checkpoint its manifest lists and decl
 `checkpoints: {keep: needed}` most are deleted after it by design, and a declared input that goes
 missing, or a set of inputs that changes, would make Snakemake plan it again. Its rerun after they
 are deleted is refused at its start in one line (lnrepro.training.retain.deleted_note)."""
+import os
+
 from lnrepro.training.retain import needed_epochs, trained_checkpoints
 
 
@@ -17,7 +19,9 @@ class CheckpointReads:
     def listed_checkpoints(self, run):
         """[(epoch, updates, path)] of the run's manifest; Snakemake plans a reader after its training."""
         stage = self.checkpoints.pretrain if run in self.bert_runs() else self.checkpoints.train
-        return trained_checkpoints(stage.get(run=run).output[0])
+        manifest = stage.get(run=run).output[0]
+        # none where the training is done but wrote nothing: only `snakemake --touch` does that
+        return trained_checkpoints(manifest) if os.path.exists(manifest) else []
 
     def read_checkpoints(self, run, needs):
         """The checkpoint files a step with these needs (retain's) reads."""

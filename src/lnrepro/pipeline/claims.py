@@ -30,6 +30,7 @@ class Claims:
 
     @functools.cached_property
     def paper_claims(self):
+        self.checked("claims")
         return self.load_claims_file()
 
     def load_claims_file(self):

@@ -158,10 +158,12 @@ class Common:
         return self.run_settings(run)["corpus"]
 
     def bert_section(self):
+        self.checked("bert")
         return self.config.get("bert", {})
 
     def bert_runs(self):
-        return list(self.bert_section().get("runs", {}))
+        """Their names (the `run` wildcard's, at parse time): no check of the section."""
+        return list(self.config.get("bert", {}).get("runs", {}))
 
     def bert_run_settings(self, run):
         """bert.pretrain_defaults <- bert.models[model] <- the run's own keys."""
@@ -281,8 +283,6 @@ class Common:
         """Finite numbers, heads dividing d_model, batches that hold the longest sentence or sequence."""
         for section in ("models", "train_defaults", "runs"):
             self.check_finite(section, self.config[section])
-        for section in ("models", "pretrain_defaults", "runs", "finetune"):
-            self.check_finite(f"bert.{section}", self.bert_section().get(section, {}))
         for run, own in self.config["runs"].items():
             s = self.run_settings(run)
             levels = [(f"runs.{run}", own), ("train_defaults", self.config["train_defaults"]),
@@ -292,7 +292,15 @@ class Common:
             self.check_batch_holds(levels, "max_tokens", s.get("max_tokens", TRAIN_DEFAULTS["max_tokens"]), clean_max + 1,
                                    f"the longest training sentence corpora.{s['corpus']} keeps (clean.max {clean_max} + </s>)",
                                    f" (lower corpora.{s['corpus']}.clean.max for smaller batches)")
+        for name, m in self.config["models"].items():  # a model no run uses yet
+            if "d_model" in m and "heads" in m:
+                self.check_heads([(f"models.{name}", m)], m, m)
+
+    def check_bert_trainable(self):
+        """check_trainable's, for the BERT runs and models."""
         b = self.bert_section()
+        for section in ("models", "pretrain_defaults", "runs", "finetune"):
+            self.check_finite(f"bert.{section}", b.get(section, {}))
         for run, own in b.get("runs", {}).items():
             model = {**b.get("pretrain_defaults", {}), **own}.get("model")
             if model not in b.get("models", {}):
@@ -306,10 +314,9 @@ class Common:
             if s.get("short_block_size") and s.get("short_max_tokens"):  # 0: derived from max_tokens, as large
                 self.check_batch_holds(levels, "short_max_tokens", s["short_max_tokens"], s["short_block_size"],
                                        f"{self.origin(levels, 'short_block_size')}, the tokens of a short-phase sequence")
-        for where, models in (("models", self.config["models"]), ("bert.models", b.get("models", {}))):
-            for name, m in models.items():  # a model no run uses yet
-                if "d_model" in m and "heads" in m:
-                    self.check_heads([(f"{where}.{name}", m)], m, m)
+        for name, m in b.get("models", {}).items():  # a model no run uses yet
+            if "d_model" in m and "heads" in m:
+                self.check_heads([(f"bert.models.{name}", m)], m, m)
 
     def names_regex(self, names):
         return "|".join(sorted(names, key=len, reverse=True))
@@ -362,17 +369,17 @@ class Common:
         note = self.config.get("scale_note")
         return f"--scale-note {shlex.quote(note)}" if note else ""
 
-    def check_targets(self, all_targets):
+    def check_targets(self):
         """A file under results/ no rule makes with this config (results/figures/fig99.pdf, a figure of
         another config): Snakemake's "No rule to produce" names no figure that exists; this names them."""
         rule_names = {r.name for r in self.workflow.rules}
-        made = sorted(t for t in map(str, all_targets) if t.startswith(("results/figures/", "results/tables/"))
-                      and t.endswith((".pdf", ".md")))
         for target in self.requested_targets():
             path = os.path.normpath(target)
             if (target in rule_names or not path.startswith(f"results{os.sep}") or os.path.exists(path)
                     or any(r.is_producer(path) for r in self.workflow.rules)):
                 continue
+            made = sorted(t for t in self.default_targets() if t.startswith(("results/figures/", "results/tables/"))
+                          and t.endswith((".pdf", ".md")))
             listed = "; ".join(f"{folder}/: {', '.join(os.path.basename(t) for t in made if os.path.dirname(t) == folder)}"
                                for folder in sorted({os.path.dirname(t) for t in made}))
             self.stop(f"target {target}: no rule makes it with this config{self.did_you_mean(path, made)}",

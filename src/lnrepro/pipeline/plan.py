@@ -1,20 +1,15 @@
 """What plan.smk's rules ask of the config (parse time; no torch)."""
 import json
 
-from lnrepro.settings import cli_flags
+from lnrepro.settings import PLAN_KEYS, cli_flags
 
 
 class Plan:
-    # what the plan reads of a run's resolved settings (run_settings, bert_run_settings)
-    PLAN_KEYS = ("corpus", "d_model", "ffn_dim", "enc_layers", "dec_layers", "layers", "enc_norm", "dec_norm", "norm",
-                 "share_all_embeddings", "max_tokens", "update_freq", "gpus", "nodes", "epochs", "max_updates",
-                 "optimizer", "momentum", "block_size", "nsp", "short_block_size", "short_fraction",
-                 "short_max_tokens", "valid_interval", "precision")
-
     PLAN_FLAGS = {"bf16_tflops": "peak_tflops", "fp32_tflops": "fp32_peak_tflops", "mfu": "mfu"}  # config key -> flag
 
     def plan_settings(self, settings):
-        return {k: v for k, v in settings.items() if k in self.PLAN_KEYS}
+        """What the plan reads of a run's resolved settings (run_settings, bert_run_settings)."""
+        return {k: v for k, v in settings.items() if k in PLAN_KEYS}
 
     def plan_groups(self):
         """Each figure's and table's runs: the config's figures, the admin section's tables and figures, BERT's."""

@@ -24,6 +24,7 @@ class Probe:
         return ["results/figures/fig3.pdf"] if self.config.get("gradient_probe") else []
 
     def probe_cfg(self):
+        self.checked("probe")
         if not self.config.get("gradient_probe"):
             self.config_error("Fig 3 (results/figures/fig3.pdf, results/probe/) needs a 'gradient_probe' section")
         return self.config["gradient_probe"]
