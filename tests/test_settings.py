@@ -60,9 +60,10 @@ def test_looklinear_is_refused_with_exactly_its_refused_norms(norm):
 
 
 def test_the_defaults_name_fields_of_the_trainers_configs():
-    """TrainConfig and PretrainConfig read their defaults from here; a key that names no field (a
-    renamed setting) is a default no trainer uses."""
+    """TrainConfig and PretrainConfig read every default from here (one place for each setting's); a
+    key that names no field (a renamed setting) is a default no trainer uses."""
     for cls, defaults in ((TrainConfig, settings.TRAIN_DEFAULTS), (PretrainConfig, settings.PRETRAIN_DEFAULTS)):
+        assert {f.name for f in dataclasses.fields(cls)} == set(defaults)
         assert {k: getattr(cls(), k) for k in defaults} == defaults
     model = {f.name for f in dataclasses.fields(ModelConfig)}
     assert {k: getattr(ModelConfig(vocab_size=8), k) for k in settings.TRAIN_DEFAULTS if k in model} == \

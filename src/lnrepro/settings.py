@@ -31,17 +31,34 @@ def norm_pair_refusal(enc_norm, dec_norm):
 
 NORM_PAIRS = tuple((e, d) for e in NORMS for d in NORMS if norm_pair_refusal(e, d) is None)
 
-# ---- the trainers' defaults (their config classes read them from here) ----
-# what every trainer shares (lnrepro.core.loop.LoopConfig), where the workflow or a figure reads it
-LOOP_DEFAULTS = {"optimizer": "adam", "lr": 5e-4, "adam_beta2": 0.98, "schedule": "inverse_sqrt", "warmup": 4000,
-                 "decay_factor": 0.1, "max_tokens": 4096, "seed": 1}
+# ---- the trainers' defaults: every setting's, here only (their config classes read them) ----
+# what every trainer shares (lnrepro.core.loop.LoopConfig)
+LOOP_DEFAULTS = {
+    # optimizer (fairseq's Adam betas (0.9, 0.98) of Xiong et al.'s IWSLT recipe)
+    "optimizer": "adam", "lr": 5e-4, "adam_beta1": 0.9, "adam_beta2": 0.98, "adam_eps": 1e-8,
+    "optimizer_impl": "torch", "momentum": 0.0, "weight_decay": 0.0, "clip_norm": 0.0,
+    # learning-rate schedule
+    "schedule": "inverse_sqrt", "warmup": 4000, "warmup_init_lr": 0.0, "decay_epoch": 0, "decay_factor": 0.1,
+    "end_lr": 0.0,
+    # batches, seed, divergence
+    "max_tokens": 4096, "update_freq": 1, "seed": 1, "divergence_factor": 3.0, "divergence_interval": 100,
+    # system and precision (fp16: fairseq's dynamic loss scaling)
+    "device": "auto", "precision": "fp32", "fp16_init_scale": 2 ** 7, "fp16_scale_window": 0,
+    "fp16_scale_tolerance": 0.0, "threshold_loss_scale": 0.0, "min_loss_scale": 1e-4, "compile": False,
+    "threads": 0, "log_interval": 10.0, "tensorboard": False,
+    # the config's training_cap (a smoke test, never a result): 0 = no cap
+    "max_rounds": 0, "max_round_updates": 0,
+}
 # translation (lnrepro.core.translation.TrainConfig; fairseq's transformer_iwslt_de_en)
 TRAIN_DEFAULTS = {**LOOP_DEFAULTS, "enc_layers": 6, "dec_layers": 6, "d_model": 512, "ffn_dim": 1024, "heads": 4,
                   "dropout": 0.3, "attn_dropout": 0.0, "act_dropout": 0.0, "share_all_embeddings": False,
-                  "enc_norm": "post", "dec_norm": "post", "init": "standard", "label_smoothing": 0.1}
+                  "enc_norm": "post", "dec_norm": "post", "init": "standard", "label_smoothing": 0.1,
+                  "admin_omega": "", "epochs": 50}
 # BERT pre-training (lnrepro.training.pretrain.PretrainConfig; BERT-base)
 PRETRAIN_DEFAULTS = {**LOOP_DEFAULTS, "layers": 12, "d_model": 768, "ffn_dim": 3072, "heads": 12, "norm": "post",
-                     "block_size": 512, "nsp": True, "valid_interval": 50_000}
+                     "dropout": 0.1, "attn_dropout": 0.1, "init_std": 0.02, "ln_eps": 1e-5, "block_size": 512,
+                     "short_block_size": 0, "short_fraction": 0.0, "short_max_tokens": 0, "mask_prob": 0.15,
+                     "nsp": True, "max_updates": 1_000_000, "valid_interval": 50_000, "valid_max_sequences": 0}
 # the defaults a translation run's value falls back to in the workflow (run_value: its checks and the
 # params of the Admin tables and figures); a key not here stays unset (None) there, so adding one
 # changes those jobs' params

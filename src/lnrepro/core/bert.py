@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from .data import BOS, EOS, PAD
 from .loop import load_checkpoint
 from .model import EncoderLayer, ModelConfig, dropout
+from ..settings import PRETRAIN_DEFAULTS
 
 NORMS = ("post", "pre")  # BERT's residual sublayers (Admin is for the seq2seq model)
 
@@ -24,17 +25,19 @@ CLS, SEP = BOS, EOS
 @dataclass(frozen=True)
 class BertConfig:
     vocab_size: int
-    layers: int = 12            # BERT-base: 12 layers, 768 hidden, 12 heads, FFN 3072
-    d_model: int = 768
-    ffn_dim: int = 3072
-    heads: int = 12
-    dropout: float = 0.1
-    attn_dropout: float = 0.1
-    norm: str = "post"          # post | pre
+    # BERT-base's (12 layers, 768 hidden, 12 heads, FFN 3072): the trainer's defaults
+    layers: int = PRETRAIN_DEFAULTS["layers"]
+    d_model: int = PRETRAIN_DEFAULTS["d_model"]
+    ffn_dim: int = PRETRAIN_DEFAULTS["ffn_dim"]
+    heads: int = PRETRAIN_DEFAULTS["heads"]
+    dropout: float = PRETRAIN_DEFAULTS["dropout"]
+    attn_dropout: float = PRETRAIN_DEFAULTS["attn_dropout"]
+    norm: str = PRETRAIN_DEFAULTS["norm"]  # post | pre
     max_positions: int = 512
-    nsp: bool = False           # next-sentence prediction head (Devlin et al.); off: masked LM only
-    init_std: float = 0.02      # N(0, init_std) weights; BERT-base's 0.02 is ~0.55 / sqrt(768)
-    ln_eps: float = 1e-5        # every LayerNorm's eps; BERT's released code: 1e-12 (checkpoints without it: 1e-5)
+    nsp: bool = False  # next-sentence prediction head (Devlin et al.); off: masked LM only
+    init_std: float = PRETRAIN_DEFAULTS["init_std"]  # N(0, init_std) weights; BERT-base's 0.02 is ~0.55 / sqrt(768)
+    # every LayerNorm's eps; BERT's released code: 1e-12 (checkpoints without it: the default, 1e-5)
+    ln_eps: float = PRETRAIN_DEFAULTS["ln_eps"]
 
     def __post_init__(self):
         if self.norm not in NORMS:

@@ -79,53 +79,53 @@ class LoopConfig:
     optimizer: str = setting(LOOP_DEFAULTS["optimizer"], "adam = AdamW (fairseq's Adam, decoupled weight decay); sgd; "
                              "radam = RAdam (Liu et al.)", OPTIMIZERS)
     lr: float = setting(LOOP_DEFAULTS["lr"], "peak learning rate (lr_max; after warm-up)")
-    adam_beta1: float = setting(0.9, "Adam/RAdam beta1")
+    adam_beta1: float = setting(LOOP_DEFAULTS["adam_beta1"], "Adam/RAdam beta1")
     adam_beta2: float = setting(LOOP_DEFAULTS["adam_beta2"],
                                 "Adam/RAdam beta2 (the paper's 0.98; Liu et al. Fig 10 varies it)")
-    adam_eps: float = setting(1e-8, "Adam/RAdam epsilon")
-    optimizer_impl: str = setting("torch", "Adam/RAdam update equations: torch = torch.optim.AdamW (eps added "
+    adam_eps: float = setting(LOOP_DEFAULTS["adam_eps"], "Adam/RAdam epsilon")
+    optimizer_impl: str = setting(LOOP_DEFAULTS["optimizer_impl"], "Adam/RAdam update equations: torch = torch.optim.AdamW (eps added "
                                   "to the bias-corrected sqrt(v)) and RAdam (SGD-like steps while "
                                   "unrectified); fairseq = fairseq 0.9's Adam (eps added to sqrt(v): in "
                                   "effect eps/sqrt(1-beta2^t)) and Transformer-Clinic's RAdam (no step "
                                   "but weight decay while unrectified)", OPTIMIZER_IMPLS)
-    momentum: float = setting(0.0, "SGD momentum (sgd only)")
-    weight_decay: float = setting(0.0, "weight decay, decoupled as fairseq's Adam")
-    clip_norm: float = setting(0.0, "clip the gradient's global L2 norm to this; 0 = no clipping")
+    momentum: float = setting(LOOP_DEFAULTS["momentum"], "SGD momentum (sgd only)")
+    weight_decay: float = setting(LOOP_DEFAULTS["weight_decay"], "weight decay, decoupled as fairseq's Adam")
+    clip_norm: float = setting(LOOP_DEFAULTS["clip_norm"], "clip the gradient's global L2 norm to this; 0 = no clipping")
     # learning-rate schedule
     schedule: str = setting(LOOP_DEFAULTS["schedule"], "lr schedule after warm-up (lnrepro.core.schedule)", SCHEDULES)
     warmup: int = setting(LOOP_DEFAULTS["warmup"], "linear warm-up, in updates (the paper's T_warmup); 0 = none")
-    warmup_init_lr: float = setting(0.0, "lr the warm-up starts from")
-    decay_epoch: int = setting(0, "step schedules: multiply the lr by --decay-factor from this epoch on")
+    warmup_init_lr: float = setting(LOOP_DEFAULTS["warmup_init_lr"], "lr the warm-up starts from")
+    decay_epoch: int = setting(LOOP_DEFAULTS["decay_epoch"], "step schedules: multiply the lr by --decay-factor from this epoch on")
     decay_factor: float = setting(LOOP_DEFAULTS["decay_factor"], "step schedules: lr multiplier from --decay-epoch on")
-    end_lr: float = setting(0.0, "linear schedule: lr at the last update")
+    end_lr: float = setting(LOOP_DEFAULTS["end_lr"], "linear schedule: lr at the last update")
     # batches
     max_tokens: int = setting(LOOP_DEFAULTS["max_tokens"], "batch size in tokens per process and micro-batch")
-    update_freq: int = setting(1, "micro-batches accumulated per update")
+    update_freq: int = setting(LOOP_DEFAULTS["update_freq"], "micro-batches accumulated per update")
     seed: int = setting(LOOP_DEFAULTS["seed"], "seed of initialization, batch order, dropout (and masking)")
-    divergence_factor: float = setting(3.0, "train loss above this times log2(vocab size) counts as diverged")
-    divergence_interval: int = setting(100, "updates between divergence checks (and one at each round's end): "
+    divergence_factor: float = setting(LOOP_DEFAULTS["divergence_factor"], "train loss above this times log2(vocab size) counts as diverged")
+    divergence_interval: int = setting(LOOP_DEFAULTS["divergence_interval"], "updates between divergence checks (and one at each round's end): "
                                        "a schedule of updates, so a verdict never depends on machine speed")
     # system
-    device: str = setting("auto", "auto (cuda if available), cpu, cuda or a torch device such as cuda:1")
-    precision: str = setting("fp32", "fp32; bf16 autocast; fp16 autocast with fairseq's dynamic loss scaling "
+    device: str = setting(LOOP_DEFAULTS["device"], "auto (cuda if available), cpu, cuda or a torch device such as cuda:1")
+    precision: str = setting(LOOP_DEFAULTS["precision"], "fp32; bf16 autocast; fp16 autocast with fairseq's dynamic loss scaling "
                              "(lnrepro.core.precision), on any device", PRECISIONS)
-    fp16_init_scale: int = setting(2 ** 7, "fp16: the initial loss scale (fairseq's --fp16-init-scale)")
-    fp16_scale_window: int = setting(0, "fp16: updates without an overflow before the scale doubles; 0 = fairseq's "
+    fp16_init_scale: int = setting(LOOP_DEFAULTS["fp16_init_scale"], "fp16: the initial loss scale (fairseq's --fp16-init-scale)")
+    fp16_scale_window: int = setting(LOOP_DEFAULTS["fp16_scale_window"], "fp16: updates without an overflow before the scale doubles; 0 = fairseq's "
                                      "default, 2**14 / (processes x update_freq)")
-    fp16_scale_tolerance: float = setting(0.0, "fp16: the fraction of updates since the last rescale that may "
+    fp16_scale_tolerance: float = setting(LOOP_DEFAULTS["fp16_scale_tolerance"], "fp16: the fraction of updates since the last rescale that may "
                                           "overflow before the scale halves (fairseq's default 0: every overflow)")
-    threshold_loss_scale: float = setting(0.0, "fp16: the scale never halves below this; 0 = no threshold")
-    min_loss_scale: float = setting(1e-4, "fp16: an overflow that leaves the scale at or below this stops the "
+    threshold_loss_scale: float = setting(LOOP_DEFAULTS["threshold_loss_scale"], "fp16: the scale never halves below this; 0 = no threshold")
+    min_loss_scale: float = setting(LOOP_DEFAULTS["min_loss_scale"], "fp16: an overflow that leaves the scale at or below this stops the "
                                     "run as diverged")
-    compile: bool = setting(False, "torch.compile the model")
-    threads: int = setting(0, "torch intra-op threads on CPU; 0 = torch's default")
-    log_interval: float = setting(10.0, "seconds between progress lines (in a Snakemake run's terminal: "
+    compile: bool = setting(LOOP_DEFAULTS["compile"], "torch.compile the model")
+    threads: int = setting(LOOP_DEFAULTS["threads"], "torch intra-op threads on CPU; 0 = torch's default")
+    log_interval: float = setting(LOOP_DEFAULTS["log_interval"], "seconds between progress lines (in a Snakemake run's terminal: "
                                   "fewer, see LNREPRO_PROGRESS in the README)")
-    tensorboard: bool = setting(False, "also log per-round scalars to OUT/tensorboard")
+    tensorboard: bool = setting(LOOP_DEFAULTS["tensorboard"], "also log per-round scalars to OUT/tensorboard")
     # the config's training_cap (a smoke test of a configuration, never a result): at most this
     # many rounds, of at most this many updates each; 0 = no cap
-    max_rounds: int = setting(0, "the config's training_cap: at most this many rounds; 0 = no cap")
-    max_round_updates: int = setting(0, "the config's training_cap: at most this many updates a round; 0 = no cap")
+    max_rounds: int = setting(LOOP_DEFAULTS["max_rounds"], "the config's training_cap: at most this many rounds; 0 = no cap")
+    max_round_updates: int = setting(LOOP_DEFAULTS["max_round_updates"], "the config's training_cap: at most this many updates a round; 0 = no cap")
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:

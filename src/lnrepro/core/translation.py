@@ -39,10 +39,10 @@ class TrainConfig(LoopConfig):
                         "halves, Balduzzi et al. 2017; Liu et al. 5.2 run it with Post-LN)", INITS)
     share_all_embeddings: bool = setting(TRAIN_DEFAULTS["share_all_embeddings"],
                                          "one embedding for encoder, decoder and output projection")
-    admin_omega: str = setting("", "omega.json from `lnrepro admin-profile` (norm admin only); empty = none")
+    admin_omega: str = setting(TRAIN_DEFAULTS["admin_omega"], "omega.json from `lnrepro admin-profile` (norm admin only); empty = none")
     # objective and length
     label_smoothing: float = setting(TRAIN_DEFAULTS["label_smoothing"], "label smoothing of the cross-entropy loss")
-    epochs: int = setting(50, "epochs to train (one round = one epoch)")
+    epochs: int = setting(TRAIN_DEFAULTS["epochs"], "epochs to train (one round = one epoch)")
 
     def model_summary(self):
         return [f"settings: norm enc/dec {self.enc_norm}/{self.dec_norm}, layers enc/dec {self.enc_layers}/"

@@ -49,25 +49,25 @@ class PretrainConfig(LoopConfig):
     d_model: int = setting(PRETRAIN_DEFAULTS["d_model"], "model width d")
     ffn_dim: int = setting(PRETRAIN_DEFAULTS["ffn_dim"], "inner width of the feed-forward sublayers")
     heads: int = setting(PRETRAIN_DEFAULTS["heads"], "attention heads")
-    dropout: float = setting(0.1, "dropout on embeddings and sublayer outputs")
-    attn_dropout: float = setting(0.1, "dropout on attention weights")
-    init_std: float = setting(0.02, "weights drawn from N(0, init_std)")
-    ln_eps: float = setting(1e-5, "every LayerNorm's eps (BERT's released code: 1e-12)")
+    dropout: float = setting(PRETRAIN_DEFAULTS["dropout"], "dropout on embeddings and sublayer outputs")
+    attn_dropout: float = setting(PRETRAIN_DEFAULTS["attn_dropout"], "dropout on attention weights")
+    init_std: float = setting(PRETRAIN_DEFAULTS["init_std"], "weights drawn from N(0, init_std)")
+    ln_eps: float = setting(PRETRAIN_DEFAULTS["ln_eps"], "every LayerNorm's eps (BERT's released code: 1e-12)")
     norm: str = setting(PRETRAIN_DEFAULTS["norm"], "residual sublayers: Post-LN or Pre-LN (Xiong et al. Fig 5a)",
                         BERT_NORMS)
     # objective and length
     block_size: int = setting(PRETRAIN_DEFAULTS["block_size"], "tokens per instance ([CLS] A [SEP] (B [SEP]))")
     # a first phase of shorter sequences (Devlin et al. A.2); short_block_size 0 = one phase
-    short_block_size: int = setting(0, "block size of a first, shorter phase (Devlin et al. A.2: 128); 0 = one phase")
-    short_fraction: float = setting(0.0, "fraction of --max-updates in the short phase (set with --short-block-size)")
-    short_max_tokens: int = setting(0, "batch tokens in the short phase; 0 = as many sequences as --max-tokens holds "
+    short_block_size: int = setting(PRETRAIN_DEFAULTS["short_block_size"], "block size of a first, shorter phase (Devlin et al. A.2: 128); 0 = one phase")
+    short_fraction: float = setting(PRETRAIN_DEFAULTS["short_fraction"], "fraction of --max-updates in the short phase (set with --short-block-size)")
+    short_max_tokens: int = setting(PRETRAIN_DEFAULTS["short_max_tokens"], "batch tokens in the short phase; 0 = as many sequences as --max-tokens holds "
                                     "at --block-size")
     nsp: bool = setting(PRETRAIN_DEFAULTS["nsp"], "next-sentence prediction as well as masked LM")
-    mask_prob: float = setting(0.15, "fraction of tokens masked")
-    max_updates: int = setting(1_000_000, "updates in all")
+    mask_prob: float = setting(PRETRAIN_DEFAULTS["mask_prob"], "fraction of tokens masked")
+    max_updates: int = setting(PRETRAIN_DEFAULTS["max_updates"], "updates in all")
     valid_interval: int = setting(PRETRAIN_DEFAULTS["valid_interval"],
                                   "updates per round: validation loss and a checkpoint after each")
-    valid_max_sequences: int = setting(0, "validate on at most this many sequences; 0 = the whole valid split")
+    valid_max_sequences: int = setting(PRETRAIN_DEFAULTS["valid_max_sequences"], "validate on at most this many sequences; 0 = the whole valid split")
 
     def __post_init__(self):
         super().__post_init__()
