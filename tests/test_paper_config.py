@@ -30,14 +30,16 @@ Two builds:
     Admin 144, fine-tune 133, probes 84, pre-train 80); with the three 18-layer runs of Fig 8
     added, 8.8 minutes and 858 job-seconds inside a CI run alone on the machine (train 334,
     Admin 179, decode 113, fine-tune 99, pre-train 61, probes 54).
-  * with LNREPRO_PAPER_BUILD=1, all 91 runs and the whole grid, in stages that delete the
-    epoch checkpoints of runs no later stage reads (d = 512 checkpoints take ~130 MB, ~0.6 GB a
-    run with last.pt). Measured per job on 2 shared CPU cores (2026-11-24, with max_len_b 200):
+  * with LNREPRO_PAPER_BUILD=1, all 91 runs and the whole grid, in stages after each of which
+    retention has deleted the epoch checkpoints no step reads again and the test deletes the
+    runs' last.pt (d = 512 checkpoints take ~130 MB, ~0.6 GB a run with last.pt). Measured per job on 2 shared CPU cores (2026-11-24, with max_len_b 200):
     a capped IWSLT run trains in ~32 s, WMT base in ~115 s (to decay epoch 6: ~300 s), 18+18 in
     ~350 s; a fine-tuning job runs 360 fine-tunings at ~1.9 s each (~670 s); ~15,000
     job-seconds in all, about two hours.
 Both builds' stages also ask for their decoded runs' retained.json, so config.yaml's checkpoint
-retention (`checkpoints: {keep: needed}`) prunes real d = 512 checkpoints before a stage's drop.
+retention (`checkpoints: {keep: needed}`) prunes real d = 512 checkpoints. What it keeps stays to
+the end of the module (the covering build: ~9.4 GB): later plans declare those checkpoints as their
+readers' inputs (lnrepro.pipeline.checkpoint_reads), and one gone is a planning error.
 """
 import copy
 import csv
@@ -324,10 +326,17 @@ def stages(cfg):
 
 def stage_manifests(cfg, targets):
     """The retained.json of each run a stage decodes, and BERT's with Fig 5: their retain_checkpoints jobs
-    (checkpoints: {keep: needed}) prune the stage's real d=512 checkpoints before drop_checkpoints."""
+    (checkpoints: {keep: needed}) prune the stage's real d=512 checkpoints."""
     runs = sorted({Path(t).parts[2] for t in targets if t.startswith("results/eval/")})
     bert = sorted(cfg["bert"]["runs"]) if "results/figures/fig5.pdf" in targets else []
     return [f"results/train/{run}/retained.json" for run in runs] + [f"results/pretrain/{run}/retained.json" for run in bert]
+
+
+def drop_resume_states(workdir):
+    """last.pt of every finished run: no later step reads it (nor declares it), and it is ~3/4 of a
+    d = 512 run's checkpoint bytes."""
+    for state in (workdir / "results").glob("*/*/checkpoints/last.pt"):
+        state.unlink()
 
 
 def drop_checkpoints(workdir):
@@ -366,9 +375,10 @@ def paper_build(tmp_path_factory):
         targets = targets + stage_manifests(cfg, targets)
         proc = snakemake(workdir, "--cores", "2", *targets, "--configfile", "paper.yaml")
         log += proc.stdout + proc.stderr
-        drop_checkpoints(workdir)
+        drop_resume_states(workdir)
     print("job-seconds per rule group:", job_seconds(workdir))
-    return workdir, cfg, planned, log
+    yield workdir, cfg, planned, log
+    drop_checkpoints(workdir)  # ~9.4 GB that pytest would keep with its last three runs
 
 
 def ran_rules(log):
