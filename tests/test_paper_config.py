@@ -31,7 +31,7 @@ Two builds:
     added, 8.8 minutes and 858 job-seconds inside a CI run alone on the machine (train 334,
     Admin 179, decode 113, fine-tune 99, pre-train 61, probes 54).
   * with LNREPRO_PAPER_BUILD=1, all 91 runs and the whole grid, in stages after each of which
-    retention has deleted the epoch checkpoints no step reads again and the test deletes the
+    retention has deleted the epoch checkpoints no step reads again and the test deletes those
     runs' last.pt (d = 512 checkpoints take ~130 MB, ~0.6 GB a run with last.pt). Measured per job on 2 shared CPU cores (2026-11-24, with max_len_b 200):
     a capped IWSLT run trains in ~32 s, WMT base in ~115 s (to decay epoch 6: ~300 s), 18+18 in
     ~350 s; a fine-tuning job runs 360 fine-tunings at ~1.9 s each (~670 s); ~15,000
@@ -333,10 +333,10 @@ def stage_manifests(cfg, targets):
 
 
 def drop_resume_states(workdir):
-    """last.pt of every finished run: no later step reads it (nor declares it), and it is ~3/4 of a
-    d = 512 run's checkpoint bytes."""
-    for state in (workdir / "results").glob("*/*/checkpoints/last.pt"):
-        state.unlink()
+    """last.pt of every run retention is done with (its retained.json written, which counts last.pt's
+    bytes): no later step reads it, nor declares it, and it is ~3/4 of a d = 512 run's checkpoints."""
+    for manifest in (workdir / "results").glob("*/*/retained.json"):
+        (manifest.parent / "checkpoints" / "last.pt").unlink(missing_ok=True)
 
 
 def drop_checkpoints(workdir):
