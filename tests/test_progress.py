@@ -110,8 +110,8 @@ def test_lnrepro_train_prints_epochs_of_the_run_with_tok_s_and_the_run_eta(toy_d
 
 
 def fake_workflow(start, jobs=3, configfiles=(), failed=()):
-    return SimpleNamespace(start_time=start, dag=SimpleNamespace(needrun_jobs=lambda exclude_finished: range(jobs)),
-                           overwrite_configfiles=list(configfiles), scheduler=SimpleNamespace(failed=failed))
+    return SimpleNamespace(start_time=start, overwrite_configfiles=list(configfiles),
+                           scheduler=SimpleNamespace(failed=failed, finished_jobs=jobs))
 
 
 def test_the_summary_lists_what_is_on_disk_marks_what_this_run_wrote_and_the_report_command(tmp_path, monkeypatch,

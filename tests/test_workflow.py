@@ -270,8 +270,10 @@ def test_demo_terminal_follows_every_training_without_flooding(demo):
         assert any(re.match(r"epoch (\d+)/\1 done", line) for line in mine), (run, mine)
         wall = pd.read_csv(demo / "benchmarks" / "train" / f"{run}.tsv", sep="\t")["s"].iloc[0]
         assert len(mine) <= wall // 30 + 2, (run, wall, mine)
-    start = re.search(r"^lnrepro: \d+ jobs done in \d:\d\d:\d\d$", terminal, re.M)
+    start = re.search(r"^lnrepro: (\d+) jobs done in \d:\d\d:\d\d$", terminal, re.M)
     assert start, terminal[-3000:]
+    steps = re.findall(r"^(\d+) of (\d+) steps \(100%\) done$", terminal, re.M)  # Snakemake's own count
+    assert steps and steps[-1][0] == steps[-1][1] == start.group(1), (steps[-1:], start.group(0))  # was 31 of 213
     summary = terminal[start.start():]
     for shown in ("results/figures/", "liu_fig1.pdf*", "results/tables/", "results/claims.md", "--report report.html"):
         assert shown in summary, (shown, summary)

@@ -206,7 +206,9 @@ class Progress:
     def finished(self, workflow, all_targets):
         self.stop()
         start = workflow.start_time
-        jobs = len(list(workflow.dag.needrun_jobs(exclude_finished=False)))
+        # the scheduler's count: the DAG is rebuilt after each checkpoint job (train, pretrain), and its
+        # needrun jobs are then only those left
+        jobs = workflow.scheduler.finished_jobs
         outputs = built(start.timestamp())
         lines = [f"lnrepro: {jobs} job{'s' * (jobs != 1)} done in {clock_time((datetime.now() - start).total_seconds())}",
                  *outputs, "  logs:    logs/<step>/... per job; time and memory of the heavy ones: benchmarks/"]
