@@ -43,10 +43,14 @@ class CheckpointReads:
         """Figs 7-8: each run's last checkpoint."""
         return [f for run in self.dependency_cfg(wildcards)["runs"] for f in self.read_checkpoints(run, {"last": True})]
 
+    def drawn_pairs(self, fig):
+        """The first epochs i of the pairs (i, i+1) an update-norms figure draws; epochs: null, "all"."""
+        return "all" if fig.get("epochs") is None else fig["epochs"]
+
     def update_norm_checkpoints(self, wildcards):
         """Figs 3 and 11: both checkpoints of every pair drawn (epochs: null, every pair)."""
         fig = self.update_norms_cfg(wildcards)
-        pairs = {"update_pairs": fig.get("epochs") or "all"}
+        pairs = {"update_pairs": self.drawn_pairs(fig)}
         return [f for run in fig["runs"] for f in self.read_checkpoints(run, pairs)]
 
     def finetuned_checkpoint(self, wildcards):

@@ -29,9 +29,14 @@ class Claims:
     CLAIM_RUN_KEYS = ("a", "b", "c", "d")
 
     @functools.cached_property
-    def paper_claims(self):
-        self.checked("claims")
+    def claims_file(self):
         return self.load_claims_file()
+
+    @property
+    def paper_claims(self):
+        """config/claims.yaml, once this config's `claims:` entries are checked against it."""
+        self.checked("claims")
+        return self.claims_file
 
     def load_claims_file(self):
         """The papers' claims, validated against the schema's claims_file (an error names the key)."""
@@ -52,7 +57,7 @@ class Claims:
         return data
 
     def check_claims_config(self):
-        claims = self.paper_claims["claims"]
+        claims = self.claims_file["claims"]
         for name, scale in (self.config.get("claims") or {}).items():
             if name not in claims:
                 self.config_error(f"claims.{name}: not a claim of {self.CLAIMS_FILE}{self.did_you_mean(name, list(claims))}")

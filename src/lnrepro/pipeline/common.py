@@ -1,5 +1,6 @@
 """What every rule file asks of the config: config errors, run settings, corpus paths, flags."""
 import difflib
+import functools
 import math
 import os
 import re
@@ -350,6 +351,7 @@ class Common:
         return f" {cli_flags(cap)}" if cap else ""
 
     # ---- targets: one the config cannot make is named with those it can (Snakefile, after rule all) ----
+    @functools.cache
     def requested_targets(self):
         """The targets on the command line. Snakemake 9 hands them to the DAG after parsing (its
         workflow.dag_settings is None here), so its own parser reads them again from the main process's

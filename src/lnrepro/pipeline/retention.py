@@ -51,7 +51,7 @@ class Retention:
 
     def merged_pairs(self, have, firsts):
         """The update-norm pairs of two figures of one run: their first epochs, or "all" where one draws every pair."""
-        return "all" if firsts is None or have == "all" else sorted({*have, *firsts})
+        return "all" if "all" in (have, firsts) else sorted({*have, *firsts})
 
     @functools.cache
     def checkpoint_readers(self):
@@ -71,7 +71,7 @@ class Retention:
                 readers[run][0].append(f"results/figures/liu_{fig}.pdf")
                 readers[run][1]["last"] = True
         for fig, runs in self.admin_figure_runs("update_norms").items():
-            firsts = self.figure_cfg("update_norms", fig).get("epochs")  # null: every pair
+            firsts = self.drawn_pairs(self.figure_cfg("update_norms", fig))
             for run in runs:
                 readers[run][0].append(f"results/figures/liu_{fig}.pdf")
                 readers[run][1]["update_pairs"] = self.merged_pairs(readers[run][1].get("update_pairs", []), firsts)
