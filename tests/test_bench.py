@@ -85,11 +85,13 @@ def test_reference_computes_our_function(norm):
         torch.testing.assert_close(ref(src, prev), ours(src, prev), rtol=1e-4, atol=1e-4)
 
 
-def test_bench_end_to_end(tmp_path):
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+def test_bench_end_to_end(tmp_path, precision):
+    """Every precision a run can train in (fp16: with the trainer's loss scaler), on the CPU too."""
     out = tmp_path / "bench.csv"
     assert main(["bench", "--device", "cpu", "--threads", "1", "--d-model", "16", "--ffn-dim", "32", "--heads", "2",
                  "--layers", "1", "--vocab", "50", "--batch-tokens", "64", "--src-len", "8", "--steps", "2",
-                 "--warmup-steps", "1", "--repeats", "2", "--decode-sentences", "4", "--beam", "3",
+                 "--warmup-steps", "1", "--repeats", "2", "--decode-sentences", "4", "--beam", "3", "--precision", precision, "--peak-size", "256",
                  "--out", str(out)]) == 0
     rows = {r["metric"]: r for r in csv.DictReader(open(out))}
     assert list(rows) == ["train_tokens_per_s", "matmul_peak_gflops", "train_gflops", "train_mfu",
@@ -98,7 +100,7 @@ def test_bench_end_to_end(tmp_path):
                           "decode_greedy_sentences_per_s", "decode_greedy_tokens_per_s"]
     for name, r in rows.items():
         assert float(r["ours"]) > 0, name
-        assert r["device"] == "cpu" and r["threads"] == "1"
+        assert r["device"] == "cpu" and r["threads"] == "1" and r["config"].endswith(f"-LN {precision}")
         if name != "matmul_peak_gflops":
             assert float(r["reference"]) > 0 and float(r["ratio"]) > 0, name
     assert 0 < float(rows["train_mfu"]["ours"]) < 1

@@ -10,17 +10,18 @@ step's time goes (matmul, attention, dropout kernels) and how fast its matmuls r
 import csv
 import statistics
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.autograd import DeviceType
 
 from ..core.beam import beam_search
 from ..core.data import BOS, EOS, PAD
 from ..core.loop import build_optimizer, pick_device
 from ..core.model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table, token_embedding
+from ..core.precision import AUTOCAST_DTYPES, PRECISIONS, Precision
 from ..core.translation import TrainConfig
 
 COLUMNS = ["metric", "ours", "reference", "ratio", "unit", "device", "threads", "config"]
@@ -40,11 +41,15 @@ def add_arguments(p):
     p.add_argument("--steps", type=int, default=20, help="timed training steps per model, over all repetitions")
     p.add_argument("--warmup-steps", type=int, default=3, help="untimed training steps per model first")
     p.add_argument("--repeats", type=int, default=5, help="interleaved repetitions; the median is reported")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast for both models (and the peak matmul)")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="both models' arithmetic as a run's (lnrepro.core.precision): bf16 autocast, or fp16 autocast "
+                        "with fairseq's dynamic loss scaling; the peak matmul in the same dtype")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile both models' training forward (as train --compile does); decoding stays eager")
     p.add_argument("--decode-sentences", type=int, default=128, help="per model and beam size, over all repetitions")
     p.add_argument("--beam", type=int, default=5, help="beam size decoded (greedy, beam 1, always too)")
+    p.add_argument("--peak-size", type=int, default=0,
+                   help="n of the n x n x n matmul whose FLOP/s is the peak; 0: 8192 on a GPU, 1024 on the CPU")
     p.add_argument("--out", default="results/bench.csv", help="CSV of every metric, ours vs the reference")
 
 
@@ -178,26 +183,35 @@ def build_pair(cfg, device, seed=1):
     return ours, Reference(cfg).to(device)
 
 
-def train_steps(model, batches, device, autocast, compile=False):
-    optimizer = build_optimizer(TrainConfig(), model.parameters())  # the pipeline's AdamW
+def train_steps(model, batches, device, precision, compile=False):
+    """An update as the trainer makes it (lnrepro.core.loop): the run's autocast, its loss factor (fp16:
+    the loss scale), then unscaling, the overflow check (fp16: one host sync) and a skipped step on
+    an overflow; clipping off, as the papers' runs."""
+    cfg = TrainConfig(precision=precision)
+    optimizer = build_optimizer(cfg, model.parameters())  # the pipeline's AdamW
+    mixed = Precision(cfg, device, world=1)
+    params = list(model.parameters())
     forward = torch.compile(model) if compile else model
 
     def run(n, start=0):
         for i in range(n):
             src, prev, tgt = batches[(start + i) % len(batches)]
-            with autocast():
+            with mixed.autocast():
                 loss, _ = label_smoothed_loss(forward(src, prev), tgt, 0.1)
-            (loss / tgt.numel()).backward()
-            optimizer.step()
+            normalizer = 1 / tgt.numel()
+            (loss * mixed.loss_factor(normalizer)).backward()
+            if mixed.finish(params, normalizer, 0)[1]:
+                optimizer.step()
             optimizer.zero_grad(set_to_none=True)
         return n * batches[0][2].numel()  # target tokens
+    run.precision = mixed  # its loss scaler's state, for a test
     return run
 
 
-def training_rates(cfg, batches, args, device, autocast):
+def training_rates(cfg, batches, args, device):
     """Median target tokens/s of a full training step, ours and the reference."""
     ours, ref = build_pair(cfg, device)
-    steps = {name: train_steps(model.train(), batches, device, autocast, args.compile)
+    steps = {name: train_steps(model.train(), batches, device, args.precision, args.compile)
              for name, model in (("ours", ours), ("ref", ref))}
     for run in steps.values():
         run(args.warmup_steps)
@@ -214,7 +228,34 @@ KERNEL_GROUPS = {"matmul": lambda name: name in MATMUL_KERNELS,
                  "dropout_rng": lambda name: name in ("aten::bernoulli_", "aten::native_dropout", "aten::random_")}
 
 
-def step_breakdown(cfg, batches, args, device, autocast):
+def group_times(prof, device):
+    """(the step's time, {group: its time}) in microseconds. On the CPU an op's self time is its work.
+    On a GPU the work is its kernels' time, which the profiler gives an op as device time in total:
+    counted for the outermost op of a group only (aten::scaled_dot_product_attention, not also the
+    aten::_scaled_dot_product_efficient_attention it calls)."""
+    if device.type != "cuda":
+        ops = [(e.key, e.self_cpu_time_total) for e in prof.key_averages()]
+        return sum(t for _, t in ops), {group: sum(t for k, t in ops if match(k)) for group, match in KERNEL_GROUPS.items()}
+    total = sum(e.self_device_time_total for e in prof.key_averages())
+    group_us = dict.fromkeys(KERNEL_GROUPS, 0.0)
+    for event in prof.events():
+        if event.device_type != DeviceType.CPU:  # a kernel: its time is in its op's
+            continue
+        for group, match in KERNEL_GROUPS.items():
+            if match(event.name) and not any(match(a.name) for a in ancestors(event)):
+                group_us[group] += event.device_time_total
+    if not any(group_us.values()):  # seen on an H200 VM (2026-11-28): kernels not linked to their ops
+        group_us = dict.fromkeys(KERNEL_GROUPS, float("nan"))
+    return total, group_us
+
+
+def ancestors(event):
+    while event.cpu_parent is not None:
+        event = event.cpu_parent
+        yield event
+
+
+def step_breakdown(cfg, batches, args, device):
     """Why MFU is what it is: per model, the share of a training step's (self) time in matmul
     kernels, attention kernels and dropout's random numbers (torch.profiler), and the FLOP/s the
     matmul kernels themselves reach at this model's shapes (FLOPs from torch's FlopCounterMode)."""
@@ -223,7 +264,7 @@ def step_breakdown(cfg, batches, args, device, autocast):
     activity = ProfilerActivity.CUDA if device.type == "cuda" else ProfilerActivity.CPU
     result = {}
     for name, model in zip(("ours", "ref"), build_pair(cfg, device)):
-        run = train_steps(model.train(), batches, device, autocast)
+        run = train_steps(model.train(), batches, device, args.precision)
         run(args.warmup_steps)
         with FlopCounterMode(display=False) as counter:
             run(1)
@@ -231,10 +272,7 @@ def step_breakdown(cfg, batches, args, device, autocast):
         steps = max(1, args.steps // args.repeats)
         with profile(activities=[activity]) as prof:
             timed(lambda: run(steps), device)
-        kernels = [(e.key, e.self_device_time_total if device.type == "cuda" else e.self_cpu_time_total)
-                   for e in prof.key_averages()]
-        total = sum(t for _, t in kernels)
-        group_us = {group: sum(t for k, t in kernels if match(k)) for group, match in KERNEL_GROUPS.items()}
+        total, group_us = group_times(prof, device)
         matmul_s = group_us["matmul"] / 1e6
         result[name] = {**{group: t / total for group, t in group_us.items()},
                         "matmul_gflops": flops * steps / matmul_s / 1e9 if matmul_s else float("nan")}
@@ -274,29 +312,29 @@ def bench(args):
     cfg = ModelConfig(vocab_size=args.vocab, d_model=args.d_model, ffn_dim=args.ffn_dim, heads=args.heads,
                       enc_layers=args.layers, dec_layers=args.layers, dropout=args.dropout,
                       enc_norm=args.norm, dec_norm=args.norm)
-    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16) if args.bf16 else nullcontext()  # noqa: E731
+    autocast = Precision(TrainConfig(precision=args.precision), device, world=1).autocast  # decoding's
     B, L = max(1, args.batch_tokens // args.src_len), args.src_len
     gen = torch.Generator().manual_seed(1)
     batches = [random_batch(B, L, args.vocab, device, gen) for _ in range(4)]
     config = (f"d{args.d_model} ffn{args.ffn_dim} h{args.heads} L{args.layers}+{args.layers} V{args.vocab} "
-              f"B{B}xS{L} {args.norm}-LN {'bf16' if args.bf16 else 'fp32'}{' compiled' if args.compile else ''}")
+              f"B{B}xS{L} {args.norm}-LN {args.precision}{' compiled' if args.compile else ''}")
     rows = []
 
     def row(metric, ours, ref, unit):
         rows.append({"metric": metric, "ours": ours, "reference": ref, "ratio": ours / ref if ref else "",
                      "unit": unit, "device": str(device), "threads": torch.get_num_threads(), "config": config})
 
-    tok_s = training_rates(cfg, batches, args, device, autocast)
+    tok_s = training_rates(cfg, batches, args, device)
     row("train_tokens_per_s", tok_s["ours"], tok_s["ref"], "target tokens/s")
     # achieved FLOP/s (same FLOP count for both: they compute the same function) against the peak
     flops_per_token = training_flops(cfg, B, L, L) / (B * L)
-    dtype = torch.bfloat16 if args.bf16 else torch.float32
-    peak = matmul_peak(device, dtype, 4096 if device.type == "cuda" else 1024)
+    dtype = AUTOCAST_DTYPES.get(args.precision, torch.float32)
+    peak = matmul_peak(device, dtype, args.peak_size or (8192 if device.type == "cuda" else 1024))
     achieved = {k: v * flops_per_token for k, v in tok_s.items()}
     row("matmul_peak_gflops", peak / 1e9, "", "GFLOP/s")
     row("train_gflops", achieved["ours"] / 1e9, achieved["ref"] / 1e9, "GFLOP/s")
     row("train_mfu", achieved["ours"] / peak, achieved["ref"] / peak, "fraction of peak")
-    split = step_breakdown(cfg, batches, args, device, autocast)
+    split = step_breakdown(cfg, batches, args, device)
     for group in KERNEL_GROUPS:
         row(f"step_share_{group}", split["ours"][group], split["ref"][group], "fraction of step time (profiler)")
     row("matmul_kernel_gflops", split["ours"]["matmul_gflops"], split["ref"]["matmul_gflops"],
