@@ -7,7 +7,7 @@ cli.py maps each `lnrepro` subcommand to its module. The modules, bottom up:
   loop and the translation task on it, beam search, BLEU, multi-process launch); no commands;
 - prepare/: data preparation, one command module per step, and the demo's grammar;
 - training/: the commands that train and score models (train, admin-profile, pretrain,
-  finetune, evaluate, bench);
+  finetune, evaluate, bench, gpu-check);
 - analyses/: the papers' figures, probes, theory checks, tables and claims, one command module
   each, with the helpers they share (plotting, probing, outcomes).
 """

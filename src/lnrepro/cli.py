@@ -59,6 +59,8 @@ COMMANDS = {
     "lr-grid": ("lnrepro.analyses.lr_grid", "no-warm-up lr x beta2 grid: converged/diverged and BLEU heatmap (Liu et al. Fig 10)"),
     "plan": ("lnrepro.analyses.plan", "the cost plan: trainings, updates, FLOPs, GPU-hours and disk per figure, table and run"),
     "bench": ("lnrepro.training.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
+    "gpu-check": ("lnrepro.training.gpu_check",
+                  "one prepared check of the CUDA path at the papers' size: CUDA tests, fp16/bf16 training, decoding, bench, plan"),
 }
 
 

@@ -1,1 +1,2 @@
-"""The commands that train and score models: train, admin-profile, pretrain, finetune, evaluate, bench."""
+"""The commands that train and score models: train, admin-profile, pretrain, finetune, evaluate, bench,
+gpu-check."""
