@@ -142,7 +142,7 @@ def test_a_full_disk_while_saving_says_so_and_leaves_a_resumable_run(trained, to
     ref = trained / "run" / "checkpoints"
     # room for epoch 1's files and epoch2.pt, but only half of the second last.pt
     epoch, last = pages(ref / "epoch1.pt"), pages(ref / "last.pt")
-    disk = small_disk(4096 * (2 * epoch + last + last // 2 + 2))
+    disk = small_disk(4096 * (2 * epoch + last + last // 2 + 3))  # + 3: metrics, progress, the run lock
     run = disk / "run"
     message = stops(lambda: train(CFG, toy_data, run))
     assert message.startswith(f"disk full (ENOSPC) while writing {run / 'checkpoints' / 'last.pt'}"), message

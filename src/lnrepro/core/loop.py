@@ -47,6 +47,7 @@ from ..settings import LAUNCH_DEFAULTS, LOOP_DEFAULTS
 from .divergence import DivergenceCheck
 from .fairseq_optim import ClinicRAdam, FairseqAdam
 from .precision import FP16_SETTINGS, PRECISIONS, MinimumLossScaleReached, Precision
+from .run_lock import lock_run_folder, temporary_path
 from .schedule import SCHEDULES, Schedule
 
 OPTIMIZERS = ("adam", "sgd", "radam")
@@ -351,10 +352,10 @@ def build_optimizer(cfg, params):
 
 
 def atomic_save(obj, path):
-    """obj in path, whole or not at all: written to path.tmp, synced, renamed over path. A killed job
+    """obj in path, whole or not at all: written to path.PID.tmp, synced, renamed over path. A killed job
     or a full disk leaves the previous file (a failed write also removes its .tmp); a full disk stops
     the run with a message naming the file, not torch's "basic_ios::clear: iostream error"."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = temporary_path(path)
     try:
         with open(tmp, "wb") as f:  # a Python file, so a full disk raises OSError(ENOSPC)
             torch.save(obj, f)
@@ -447,7 +448,7 @@ def of_run(state):
 
 def write_csv(rows, path, columns):
     """A table written whole or not at all (a killed job leaves the previous file)."""
-    tmp = path.with_suffix(".tmp")
+    tmp = temporary_path(path)
     with open(tmp, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
@@ -645,6 +646,8 @@ class Run:
         self.cfg, self.task, self.out_dir = cfg, task, out_dir
         self.env = Distributed(cfg.device)
         self.device, self.main = self.env.device, self.env.rank == 0
+        # before anything reads or empties the folder; rank 0 holds it for the run's workers
+        self.lock = lock_run_folder(out_dir) if self.main else None
         if cfg.threads > 0:
             torch.set_num_threads(cfg.threads)
         self.ckpt_dir = out_dir / "checkpoints"
