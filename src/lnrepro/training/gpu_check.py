@@ -47,6 +47,7 @@ PAPER_TRAIN = {"enc-layers": 6, "dec-layers": 6, "d-model": 512, "ffn-dim": 1024
 TOY_TRAIN = {"enc-layers": 2, "dec-layers": 2, "d-model": 32, "ffn-dim": 64, "heads": 4, "dropout": 0.0,
              "enc-norm": "pre", "dec-norm": "pre", "lr": 2e-3, "schedule": "constant", "warmup": 0, "max-tokens": 200,
              "seed": 1}
+TRAIN = {"paper": PAPER_TRAIN, "toy": TOY_TRAIN}
 # bench sizes: the papers' IWSLT model (~10K joint BPE vocabulary) and WMT base (37K, Xiong et al.'s
 # 8,192-token batches); sentences of 24 and 28 tokens, about the corpora's means
 BENCH = {
@@ -86,6 +87,7 @@ class Check:
         self.out.mkdir(parents=True, exist_ok=True)
         self.rows, self.start = [], time.time()
         self.results = {}  # what the plan stage compares: per training and bench, the measured rates
+        self.data, self.reference = corpus(args, self.out)
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PYTHONUNBUFFERED": "1"}
 
     def row(self, stage, item, value, unit="", detail=""):
@@ -167,11 +169,11 @@ def tests_stage(check, device):
               f"of {counts['tests']}", f"on {device}; failed: {', '.join(broken) or 'none'}")
 
 
-def corpus(check):
+def corpus(args, out):
     """(data dir, tokenized test reference): the given corpus, or a toy one written into OUT."""
-    if check.args.data:
-        return Path(check.args.data), Path(check.args.reference or Path(check.args.data) / "test.ref")
-    data = write_reversal_corpus(check.out / "toy_corpus")
+    if args.data:
+        return Path(args.data), Path(args.reference or Path(args.data) / "test.ref")
+    data = write_reversal_corpus(out / "toy_corpus")
     return data, data / "test.ref"
 
 
@@ -179,11 +181,10 @@ def train_stage(check, device, precision):
     args, size = check.args, check.args.size
     epochs = args.epochs or (3 if size == "paper" else 2)
     updates = args.round_updates or (150 if size == "paper" else 5)
-    data, reference = corpus(check)
     run = check.out / f"train_{precision}"
-    settings = {**(PAPER_TRAIN if size == "paper" else TOY_TRAIN), "precision": precision, "device": device,
+    settings = {**TRAIN[size], "precision": precision, "device": device,
                 "epochs": epochs, "max-round-updates": updates, "log-interval": 5}
-    if check.run("train", f"train_{precision}", lnrepro("train", "--data", data, "--out", run, *flags(settings)), 200):
+    if check.run("train", f"train_{precision}", lnrepro("train", "--data", check.data, "--out", run, *flags(settings)), 200):
         return
     rows = list(csv.DictReader(open(run / "metrics.csv")))
     steady = rows[1:] or rows  # the first round pays for start-up (allocation, kernel selection)
@@ -205,12 +206,12 @@ def train_stage(check, device, precision):
                   f"{epoch_updates:,.0f} updates of 4,096 tokens at the measured updates/s")
     check.results[f"train_{precision}"] = {"updates_per_s": per_s, "tokens_per_s": tok_s,
                                            "max_tokens": settings["max-tokens"], "run": run}
-    evaluate(check, device, precision, run, data, reference)
+    evaluate(check, device, precision, run)
 
 
-def evaluate(check, device, precision, run, data, reference):
+def evaluate(check, device, precision, run):
     bleu = check.out / f"bleu_{precision}.csv"
-    cmd = lnrepro("evaluate", "--metrics", run / "metrics.csv", "--data", data, "--reference", reference, "--device",
+    cmd = lnrepro("evaluate", "--metrics", run / "metrics.csv", "--data", check.data, "--reference", check.reference, "--device",
                   device, "--beam", 5, "--lenpen", 1.0, "--max-len-a", 1.2, "--max-len-b", 10, "--average-last", 1,
                   "--out", bleu)
     if check.run("decode", f"evaluate_{precision}", cmd, 150):
@@ -250,10 +251,9 @@ def plan_stage(check):
     measured: the MFU at which the plan would be right, per precision measured."""
     from ..analyses.plan import H100_BF16_DENSE_TFLOPS, H100_FP32_TFLOPS, MFU, translation_params
     from ..core.data import Dictionary
-    data, _ = corpus(check)
-    settings = {k.replace("-", "_"): v for k, v in (PAPER_TRAIN if check.args.size == "paper" else TOY_TRAIN).items()}
+    settings = {k.replace("-", "_"): v for k, v in TRAIN[check.args.size].items()}
     settings["share_all_embeddings"] = settings.get("share_all_embeddings") == "true"
-    params = translation_params(settings, len(Dictionary.load(data / "dict.txt")))
+    params = translation_params(settings, len(Dictionary.load(check.data / "dict.txt")))
     for precision in PRECISIONS:
         measured = check.results.get(f"train_{precision}")
         if not measured:
