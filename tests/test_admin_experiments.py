@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lnrepro.analyses import admin_tables
+from lnrepro.analyses import admin_tables, claims
 from lnrepro.analyses.admin_tables import markdown, table1, table1_markdown, table2
 from lnrepro.analyses.layer_dependency import dependency_matrix, layer_dependency
 from lnrepro.analyses.lr_grid import draw as draw_grid, grid_table
@@ -162,6 +162,17 @@ def test_run_outcome(runs):
     short = run_outcome(runs, "post18", average_last=2)  # one checkpoint, then it diverged
     assert (short["averaged"], short["average_last"]) == (1, 2)
     assert short["note"] == "avg of 1 of 2 checkpoints: diverged at update 15"
+
+
+def test_the_tables_and_the_claims_read_one_status(runs):
+    """A run is failed in claims.md exactly where admin_table2.md prints it diverged or not converged."""
+    for run in ("post6", "post18", "hybrid18", "pre6", "pre18", "iw_post_2", "post12"):
+        for below in (None, 7, 5.2):
+            table = run_outcome(runs, run, converged_below=below)["status"]
+            claim = {"paper": "p", "kind": "outcome", "a": run, "converged_below": below, "min": 1}
+            row = claims.evaluate({"c": claim}, runs, {}).iloc[0]
+            assert (row.ours == 1) == (table != "converged"), (run, below, table, row.detail)
+            assert row.detail.startswith(f"{run} {table} (")
 
 
 def test_table1_joins_vanishing_with_outcome(runs):

@@ -23,7 +23,8 @@ def fake_run(root, run, valid_loss, bleu, diverged_at=None):
     (root / "eval" / run).mkdir(parents=True)
     epochs = range(1, len(valid_loss) + 1)
     div = [int(e == diverged_at) for e in epochs]
-    pd.DataFrame({"epoch": list(epochs), "valid_loss": valid_loss, "diverged": div}).to_csv(
+    pd.DataFrame({"epoch": list(epochs), "updates": [10 * e for e in epochs], "valid_loss": valid_loss, "diverged": div,
+                  "checkpoint": [None if d else f"checkpoints/epoch{e}.pt" for e, d in zip(epochs, div)]}).to_csv(
         root / "train" / run / "metrics.csv", index=False)
     pd.DataFrame({"epoch": [e for e, d in zip(epochs, div) if not d], "bleu": bleu}).to_csv(
         root / "eval" / run / "bleu.csv", index=False)
@@ -83,6 +84,10 @@ SOONER_LEVEL = {**SOONER, "target": 4.5, "max": 0.8}  # Xiong Fig 5(a): the upda
 DOMINATES = {"kind": "dominates", "metric": "valid_loss", "a": "radam_post", "b": "radam_pre", "c": "adam_pre",
              "d": "radam_pre", "min": 1}
 POST = loss(6.0, 5.0, 4.5, 4.25, 4.0)  # sooner's b: final 4.0 at epoch 5
+# Liu et al.'s "diverges": Post-LN's run failed (diverged, or ended at or above converged_below) and Admin's trained
+OUTCOME = {"kind": "outcome", "a": "post", "b": "admin", "converged_below": 7.0, "min": 1}
+TRAINED = loss(7.5, 6.5, 6.3)
+SLOW = loss(7.8, 7.2, 6.85)  # 0.55 bits above TRAINED at the end, yet converged: slower, not diverged
 
 
 def stat(statistic, **bounds):
@@ -158,6 +163,15 @@ CASES = [
                  "FAIL", id="dominates-not"),
     pytest.param(DOMINATES, {"runs": {"radam_post": DIVERGED, "radam_pre": loss(4), "adam_pre": loss(3.75)}}, math.inf,
                  "PASS", id="dominates-diverged-post-ln"),
+    pytest.param(OUTCOME, {"runs": {"post": DIVERGED, "admin": TRAINED}}, 1, "PASS", id="outcome-diverged"),
+    pytest.param(OUTCOME, {"runs": {"post": loss(7.8, 7.6, 7.5), "admin": TRAINED}}, 1, "PASS",
+                 id="outcome-stuck-above-the-threshold-failed"),
+    pytest.param(OUTCOME, {"runs": {"post": SLOW, "admin": TRAINED}}, 0, "FAIL", id="outcome-slow-but-converged"),
+    pytest.param(OUTCOME, {"runs": {"post": DIVERGED, "admin": loss(7.5, 7.2, 7.0)}}, 0, "FAIL",
+                 id="outcome-the-other-run-failed-too"),
+    pytest.param({**OUTCOME, "converged_below": None}, {"runs": {"post": loss(7.8, 7.6, 7.5), "admin": TRAINED}}, 0,
+                 "FAIL", id="outcome-without-a-threshold-only-a-divergence-fails"),
+    pytest.param({**OUTCOME, "b": None}, {"runs": {"post": DIVERGED}}, 1, "PASS", id="outcome-of-one-run"),
     pytest.param(stat("value", max=0.125), {"fig3": fig3(p=[0.05])}, 0.05, "PASS", id="value"),
     pytest.param(stat("value", max=0.125), {"fig3": fig3(p=[0.25])}, 0.25, "FAIL", id="value-above-max"),
     pytest.param(stat("value", max=0.125), {"fig3": fig3(p=[NAN])}, NAN, "FAIL", id="value-nan"),
@@ -398,3 +412,15 @@ def test_the_readmes_verdict_table_is_the_committed_verdicts():
     for claim, note in zip(committed.claim, committed.note):
         if claim in failed:
             assert note and note in section, claim
+
+
+def test_a_slow_but_converged_run_fails_the_status_claim_that_its_loss_gap_passes(tmp_path):
+    """Issue 40's case: a deep Post-LN 0.55 bits behind Admin but under converged_below has not diverged.
+    The outcome claim says so where the informative loss gap still passes."""
+    write_runs(tmp_path, {"post": SLOW, "admin": TRAINED})
+    table = claims.evaluate({"diverges": {"paper": "p", **OUTCOME}, "diverges_loss_gap": {"paper": "p", **GAP_LOSS,
+                             "a": "post", "b": "admin"}}, tmp_path, {}).set_index("claim")
+    assert table.loc["diverges", "paper_result"] == "FAIL"
+    assert table.loc["diverges_loss_gap", "paper_result"] == "PASS"
+    assert "post converged (final valid loss 6.85 bits < converged_below 7; must have failed)" in \
+        table.loc["diverges", "detail"]

@@ -11,6 +11,9 @@ range ``[min, max]`` for our number. Kinds:
   first epoch there over N; ``target: X`` (a float) a level both must reach, a's first epoch over
   b's (b never reaching it: over b's epochs, an upper bound);
 - ``dominates``: |metric(a) - metric(b)| / |metric(c) - metric(d)|, one change against another;
+- ``outcome``: 1 if run a failed (diverged, or not converged: its final validation loss at or above
+  ``converged_below``, the config's admin.converged_below) and run b (optional) converged, else 0:
+  Liu et al.'s "diverges" as a status (lnrepro.analyses.outcomes), never a loss gap;
 - ``table``: a statistic of selected rows of a results table (``fig3``, ``theory``, ...): value, mean,
   min, max, last_over_first, max_over_min, fit_exponent, cv (coefficient of variation: sd / mean),
   share_positive; ``divide_by`` divides by the same statistic of other rows, ``minus`` subtracts rows
@@ -34,6 +37,7 @@ import pandas as pd
 from ..args import json_object
 from ..core import provenance
 from ..settings import CLAIM_SCALE_WORDS
+from .outcomes import run_status
 
 HIGHER_IS_BETTER = {"bleu": True, "valid_loss": False, "valid_nll": False, "train_loss": False, "train_nll": False}
 COLUMNS = ["claim", "figure", "place", "paper", "paper_value", "paper_range", "ours", "paper_result", "scaled_range",
@@ -256,7 +260,19 @@ def table_claim(spec, runs_dir, tables):
     return value, detail
 
 
-KINDS = {"gap": gap, "level": level, "sooner": sooner, "dominates": dominates, "table": table_claim}
+def outcome_claim(spec, runs_dir, tables):
+    """1 if a failed and b (where given) converged, by the same status Liu et al.'s tables print."""
+    expected = {spec["a"]: "failed", **({spec["b"]: "converged"} if spec.get("b") else {})}
+    said, held = [], True
+    for run, want in expected.items():
+        status, why = run_status(runs_dir, run, spec.get("converged_below"))
+        held &= (status == "converged") == (want == "converged")
+        said.append(f"{run} {status} ({why}; must have {want})")
+    return float(held), "; ".join(said)
+
+
+KINDS = {"gap": gap, "level": level, "sooner": sooner, "dominates": dominates, "table": table_claim,
+         "outcome": outcome_claim}
 
 
 
@@ -331,7 +347,7 @@ def input_files(claims, runs_dir, table_paths):
             if missing or spec["kind"] == "table":
                 continue
             for run in (spec[k] for k in RUN_KEYS if k in spec):
-                files |= {metrics_path(runs_dir, run, m) for m in {"valid_loss", spec["metric"]}}
+                files |= {metrics_path(runs_dir, run, m) for m in {"valid_loss", spec.get("metric", "valid_loss")}}
     return sorted(f for f in files if f.exists())
 
 

@@ -1,4 +1,5 @@
-"""A run's outcome, read from its own metrics and BLEU tables (Liu et al. Tables 1-2, Fig 10).
+"""A run's outcome, read from its own metrics and BLEU tables (Liu et al. Tables 1-2, Fig 10, and the
+claims that a run diverges or trains: one status for all of them).
 
 ``diverged`` when the trainer recorded a divergence (loss NaN or exploded, or fp16's loss scale at
 its floor; the trainer's reason in ``diverged_reason``), ``not converged``
@@ -19,23 +20,46 @@ def run_outcome(runs_dir, run, converged_below=None, average_last=0):
     """{'status', 'diverged_reason', 'bleu', 'valid_loss', 'epochs', 'averaged', 'average_last', 'capped',
     'note'} of one run; 'averaged' is how many checkpoints the BLEU's model really averaged."""
     runs_dir = Path(runs_dir)
-    metrics = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
+    metrics = read_metrics(runs_dir, run)
     name = f"bleu_avg{average_last}.csv" if average_last else "bleu.csv"
     bleu = pd.read_csv(runs_dir / "eval" / run / name)
     check_bleu_is_current(metrics, bleu, runs_dir / "eval" / run / name)
-    finished = metrics[metrics.diverged == 0]
-    valid = float(finished.valid_loss.iloc[-1]) if len(finished) else math.nan
-    if metrics.diverged.any():
-        status = "diverged"
-    elif converged_below is not None and not valid < converged_below:
-        status = "not converged"
-    else:
-        status = "converged"
+    status, valid = metrics_status(metrics, converged_below)
     averaged = int(bleu.averaged.iloc[-1]) if average_last and len(bleu) else 0
     return {"status": status, "diverged_reason": diverged_reason(metrics),
             "bleu": float(bleu.bleu.iloc[-1]) if len(bleu) else math.nan, "valid_loss": valid,
             "epochs": int(metrics.epoch.max()), "averaged": averaged, "average_last": average_last,
             "capped": int(metrics.capped.any()), "note": average_note(metrics, average_last, averaged)}
+
+
+def read_metrics(runs_dir, run):
+    return pd.read_csv(Path(runs_dir) / "train" / run / "metrics.csv")
+
+
+def metrics_status(metrics, converged_below=None):
+    """(status, final validation loss in bits) of a run's metrics table: the one verdict of whether a run
+    trained, read by Liu et al.'s tables, Fig 10's grid and the claims that a run diverges or converges."""
+    finished = metrics[metrics.diverged == 0]
+    valid = float(finished.valid_loss.iloc[-1]) if len(finished) else math.nan
+    if metrics.diverged.any():
+        return "diverged", valid
+    if converged_below is not None and not valid < converged_below:
+        return "not converged", valid
+    return "converged", valid
+
+
+def run_status(runs_dir, run, converged_below=None):
+    """metrics_status of a run by name, with why it is what it is, in words."""
+    metrics = read_metrics(runs_dir, run)
+    status, valid = metrics_status(metrics, converged_below)
+    if status == "diverged":
+        why = diverged_reason(metrics) or divergence_text(metrics)
+    elif converged_below is None:
+        why = f"final valid loss {valid:.3g} bits; no converged_below: only a recorded divergence fails"
+    else:
+        relation = "<" if status == "converged" else ">="
+        why = f"final valid loss {valid:.3g} bits {relation} converged_below {converged_below:g}"
+    return status, why
 
 
 def check_bleu_is_current(metrics, bleu, path):

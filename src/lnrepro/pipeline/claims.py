@@ -106,8 +106,14 @@ class Claims:
         for name, claim in self.paper_claims["claims"].items():
             scaled = self.scaled_claim(name)
             claims[name] = {**claim, "place": self.paper_claims["places"][claim["figure"]], "scale": scales.get(name, {}),
-                            "paper_missing": self.missing_inputs(claim), "scaled_missing": self.missing_inputs(scaled)}
+                            "paper_missing": self.missing_inputs(claim), "scaled_missing": self.missing_inputs(scaled),
+                            **self.outcome_threshold(claim)}
         return claims
+
+    def outcome_threshold(self, claim):
+        """An outcome claim judges a run's status as Liu et al.'s tables print it: by admin.converged_below."""
+        below = (self.config.get("admin") or {}).get("converged_below")
+        return {"converged_below": below} if claim["kind"] == "outcome" and below is not None else {}
 
     def applicable_claims(self):
         """The claims this config can measure at least one way (a config of other experiments has none)."""
