@@ -100,6 +100,16 @@ CONVERGED = {"kind": "table", "source": "liu_fig10", "select": {"norm": "admin"}
              "equals": "converged", "statistic": "mean", "min": 1}  # Liu Fig 10: share of converged cells
 BEATS = {"kind": "table", "source": "liu_fig10", "select": {"norm": "post"}, "minus": {"norm": "pre"},
          "minus_covers": True, "x": ["lr", "beta2"], "y": "bleu", "statistic": "share_positive", "min": 0.75}
+MONOTONE = {"kind": "table", "source": "liu_fig10", "select": {"norm": "post"}, "y": "status", "equals": "converged",
+            "x": ["lr", "beta2"], "toward": [1, -1], "statistic": "monotone", "min": 1}  # Fig 10: fails toward large lr, small beta2
+
+
+def statuses(*cells):
+    """A liu_fig10-like table of Post-LN's 2 x 2 cells: (lr, beta2) -> status, row by row."""
+    grid = [(lr, b2) for lr in (1e-4, 5e-4) for b2 in (0.99, 0.999)]
+    return pd.DataFrame([{"norm": "post", "lr": lr, "beta2": b2, "status": st} for (lr, b2), st in zip(grid, cells)])
+
+
 THEOREM1 = {"kind": "table", "source": "theory", "statistic": "value", "min": -0.6, "max": -0.4,
             "select": {"check": "theorem1_pre", "quantity": "fitted_exponent"}}
 
@@ -205,6 +215,10 @@ CASES = [
                  id="share_positive-paired-on-two-columns"),
     pytest.param(BEATS, {"liu_fig10": cells(post=[35, 35, 36], pre=[34, 34, 35, 33])}, 1, "PASS",
                  id="share_positive-post-beats-pre-where-it-converged"),
+    pytest.param(MONOTONE, {"liu_fig10": statuses("converged", "converged", "diverged", "converged")}, 1, "PASS",
+                 id="monotone-fails-only-in-the-harsh-corner"),
+    pytest.param(MONOTONE, {"liu_fig10": statuses("converged", "diverged", "converged", "converged")}, 0.4, "FAIL",
+                 id="monotone-a-mild-cell-fails-where-harsher-ones-train"),  # 2 of its 5 ordered pairs hold
     pytest.param(THEOREM1, {"theory": theory(-0.5)}, -0.5, "PASS", id="theory-value"),
     pytest.param(THEOREM1, {"theory": theory(-0.25)}, -0.25, "FAIL", id="theory-value-outside"),
     pytest.param(THEOREM1, {"theory": theory(NAN)}, NAN, "FAIL", id="theory-value-nan"),
@@ -246,7 +260,7 @@ def test_every_kind_and_statistic_has_a_pass_and_a_fail_case():
         seen.setdefault(key, set()).add(result)
     kinds = {key[0] for key in seen} | {key[1] for key in seen if key[1]}
     assert kinds == set(claims.KINDS) | {"value", "mean", "min", "max", "last_over_first", "max_over_min",
-                                         "fit_exponent", "cv", "share_positive"}
+                                         "fit_exponent", "cv", "share_positive", "monotone"}
     assert {key[4] for key in seen} == {key[5] for key in seen} == {True, False}
     assert all(results == {"PASS", "FAIL"} for results in seen.values()), seen
 

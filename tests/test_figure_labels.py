@@ -25,6 +25,7 @@ PAPER_FIGURES = {
     ("theory", "title"): "Xiong et al. §3.3 (no figure of the paper): ",
     ("figures", "liu_fig1", "title"): "Liu et al. Fig 1: ",
     ("figures", "liu_fig9", "title"): "Liu et al. Fig 9: ",
+    ("figures", "liu_warmup", "title"): "Liu et al. §5.3 (no figure of the paper): ",
     ("admin", "output_change", "title"): "Liu et al. Fig 2: ",
     ("admin", "update_norms", "fig3", "title"): "Liu et al. Fig 3 (our reading): ",
     ("admin", "gradients", "title"): "Liu et al. Fig 5: ",
@@ -95,13 +96,13 @@ def test_every_legend_label_states_the_lr_and_warmup_its_run_trains(dry_run):
 
 
 def trained_depth_in(panel_title):
-    """The depth a panel's title says its runs train: 'N layers', or the demo's '(demo: N)'."""
+    """The depth a panel's title says its runs train: 'N layers', or '(demo: N)' where a demo's differs."""
     found = re.search(r"\(demo: (\d+)\)", panel_title) or re.match(r"(\d+) layers", panel_title)
     return int(found.group(1)) if found else None
 
 
 def test_every_panel_that_names_a_depth_draws_runs_of_that_depth(dry_run):
-    """Liu et al. Figs 1 and 9: '18 layers (demo: 8)' over runs that train 8+8 layers in the demo."""
+    """Liu et al. Figs 1 and 9 and §5.3: '18 layers' over runs that train 18+18 layers."""
     name, figures, _ = dry_run
     depths = []
     for argv in figures:
@@ -112,7 +113,9 @@ def test_every_panel_that_names_a_depth_draws_runs_of_that_depth(dry_run):
                 settings = spec["run_settings"][run]
                 assert (settings["enc_layers"], settings["dec_layers"]) == (depth, depth), (name, panel["title"], run)
                 depths.append(depth)
-    assert len(depths) == 15  # Fig 1's two panels and Fig 9's three, of three runs each: the test saw them
+    # Fig 1's two panels and Fig 9's three, of three runs each, and §5.3's panel (demo: 4 runs, the paper's
+    # config 5 with its 24k warm-up): the test saw them
+    assert len(depths) == 15 + {"demo.yaml": 4, "config.yaml": 5}[name]
 
 
 def test_the_scale_mark_reaches_every_demo_figure_command_only(dry_run):

@@ -16,7 +16,8 @@ range ``[min, max]`` for our number. Kinds:
   Liu et al.'s "diverges" as a status (lnrepro.analyses.outcomes), never a loss gap;
 - ``table``: a statistic of selected rows of a results table (``fig3``, ``theory``, ...): value, mean,
   min, max, last_over_first, max_over_min, fit_exponent, cv (coefficient of variation: sd / mean),
-  share_positive; ``divide_by`` divides by the same statistic of other rows, ``minus`` subtracts rows
+  share_positive, monotone (with ``toward``: the share of ordered pairs of rows whose y does not rise
+  toward that corner of the x columns); ``divide_by`` divides by the same statistic of other rows, ``minus`` subtracts rows
   paired on x (a column or a list; ``minus_covers``: the minus rows may hold more than the selected).
 A run's missing value where it diverged counts as the worst: BLEU 0, loss inf.
 
@@ -243,6 +244,21 @@ def ratio(a, b):
     return a / b
 
 
+def monotone_share(rows, x, y, toward):
+    """Of every pair of rows (a, b) where b lies at least as far as a in the `toward` direction of each
+    x column (+1: larger, -1: smaller) and further in one, the share with y(b) <= y(a): 1 when y only
+    falls toward that corner (Fig 10: converged cells give way to failed ones at larger lr and smaller
+    beta2, never the other way round). NaN without such a pair."""
+    keys = [x] if isinstance(x, str) else list(x)
+    if len(toward) != len(keys):
+        raise ValueError(f"toward has {len(toward)} directions for {len(keys)} x columns")
+    at = rows[keys].to_numpy(dtype=float) * np.asarray(toward, dtype=float)
+    values = rows[y].to_numpy(dtype=float)
+    pairs = [(i, j) for i in range(len(rows)) for j in range(len(rows))
+             if i != j and (at[j] >= at[i]).all() and (at[j] > at[i]).any()]
+    return float(np.mean([values[j] <= values[i] for i, j in pairs])) if pairs else math.nan
+
+
 def table_claim(spec, runs_dir, tables):
     table = tables[spec["source"]]
     x, y, stat = spec.get("x", "x"), spec.get("y", "mean" if "mean" in table else "measured"), spec["statistic"]
@@ -252,6 +268,8 @@ def table_claim(spec, runs_dir, tables):
     if spec.get("minus"):
         rows = paired_difference(rows, selected(table, spec["minus"], spec, y, "minus"), x, y, spec.get("minus_covers"))
         detail += f" minus the rows {spec['minus']}, paired on {x}"
+    if stat == "monotone":
+        return monotone_share(rows, x, y, spec["toward"]), detail + f", ordered toward {dict(zip(x, spec['toward']))}"
     value = statistic(rows, stat, x, y)
     if spec.get("divide_by"):
         denominator = statistic(selected(table, spec["divide_by"], spec, y, "divide_by"), stat, x, y)

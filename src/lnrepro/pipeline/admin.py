@@ -145,9 +145,10 @@ class Admin:
         return self.admin_probe_data("gradients")
 
     def vanishing_combinations(self):
-        """Post/Post and Pre/Pre (drawn), plus every combination of Table 1."""
+        """Post/Post, Pre/Pre and Admin/Admin (drawn; Liu §4.3: Admin 'suffers from gradient vanishing'),
+        plus every combination of Table 1."""
         rows = self.admin_cfg().get("table1", {}).get("rows", [])
-        return list(dict.fromkeys(["post/post", "pre/pre"] + [f"{r['enc']}/{r['dec']}" for r in rows]))
+        return list(dict.fromkeys(["post/post", "pre/pre", "admin/admin"] + [f"{r['enc']}/{r['dec']}" for r in rows]))
 
     def vanishing_flags(self, wildcards):
         flags = self.admin_probe_flags("gradients", ("layers", "seeds", "vanishing_below"))
