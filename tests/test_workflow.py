@@ -68,7 +68,7 @@ def planned_jobs(dry_run_output):
     (lambda c: c["admin"]["table1"]["rows"][2].update(run="liu_wmt_post_18L"),
      "admin.table1.rows[2].run: liu_wmt_post_18L has enc_norm post, dec_norm post; the row says enc_norm pre"),
     (lambda c: c["admin"]["table2"]["runs"]["admin"].__setitem__(0, "liu_wmt_post_6L"), "admin.table2.runs.admin[0]"),
-    (lambda c: c["admin"]["table2"]["runs"]["pre"].reverse(), "admin.table2.runs.pre[0]: liu_wmt_pre_18L has enc_layers 8"),
+    (lambda c: c["admin"]["table2"]["runs"]["pre"].reverse(), "admin.table2.runs.pre[0]: liu_wmt_pre_18L has enc_layers 18"),
     (lambda c: c["admin"]["table2"]["seed_runs"]["pre"].__setitem__(1, "liu_iwslt_admin_seed2"),
      "admin.table2.seed_runs.pre[1]"),
     (lambda c: c["runs"]["liu_iwslt_post_seed2"].update(lr=2e-3), "admin.table2.seed_runs.post[1]: liu_iwslt_post_seed2 has lr"),
@@ -282,7 +282,9 @@ def test_demo_terminal_follows_every_training_without_flooding(demo):
 # every figure of the demo besides figures: (the plot_figure ones)
 OTHER_FIGURES = {"fig3", "theory", "fig5", "liu_fig2", "liu_fig3", "liu_fig5", "liu_fig7", "liu_fig8", "liu_fig10",
                  "liu_fig11"}
-UNDECODED = {"liu_wmt_pre_6L_sgd"}  # Figs 3/11's SGD run: read for its checkpoints only, nothing decodes it
+# Figs 3/11's SGD run (read for its checkpoints only) and Liu §5.3's longer warm-ups (their status and dev
+# perplexity): nothing decodes them
+UNDECODED = {"liu_wmt_pre_6L_sgd", "liu_wmt_post_18L_warm16k", "liu_wmt_post_18L_warm32k"}
 
 
 @pytest.mark.slow
@@ -476,16 +478,19 @@ DEMO_SHOWS_AS_THE_PAPER_STATES = {
     "fig3_preln_last_layer_decreases", "lemma2_postln", "lemma2_preln", "theorem1_postln_independent_of_depth",
     "theorem1_preln_scales_inverse_sqrt_depth", "admin_trains_deep_post_ln", "preln_trains_deep",
     "liu_postln_diverges_12L", "liu_looklinear_diverges_18L", "liu_preln_converges_in_every_cell",
-    "liu_postln_fails_in_some_cells",
-    "liu_fig1_preln_ends_worse_6L", "liu_fig1_admin_as_fast_as_preln_6L",
-    # Liu: only Post-LN's decoder vanishes (Fig 5, Table 1), Pre-LN trains at 18 layers, Post-LN does not,
-    # the softmax's smaller gradients and adaptive updates (Figs 3, 11), Pre-LN's and Admin's O(log N)
-    # output change (Fig 2), the layer dependency at init (Figs 7-8)
+    "liu_postln_fails_in_some_cells", "liu_fig10_postln_fails_toward_large_lr_small_beta2",
+    "liu_longer_warmup_postln_still_fails_16k", "liu_longer_warmup_postln_still_fails_32k",
+    "liu_fig1_preln_faster_early_6L", "liu_fig1_admin_as_fast_as_preln_6L",
+    # Liu: with the paper's warm-up Post-LN fails at 12 and 18 layers, and at 18 with 2x and 4x it (§5.3),
+    # where Pre-LN and Admin train; only Post-LN's decoder vanishes (Fig 5, Table 1); the softmax's smaller
+    # gradients and adaptive updates (Figs 3, 11); Post-LN's O(N) and Pre-LN's and Admin's O(log N) output
+    # change to 100 layers (Fig 2); the layer dependency at init and Post-LN's after training (Figs 7-8)
     "liu_fig5_postln_decoder_vanishes", "liu_fig5_postln_encoder_no_vanishing", "liu_fig5_preln_decoder_no_vanishing",
     "liu_fig5_preln_encoder_no_vanishing", "liu_table1_hybrid_no_vanishing", "liu_table1_postln_diverges",
     "liu_table1_preln_converges", "liu_fig3_softmax_gradients_smaller", "liu_fig11_adaptive_updates_consistent",
     "liu_fig11_sgd_updates_unbalanced", "liu_fig2_preln_grows_logarithmically", "liu_fig2_admin_grows_logarithmically",
-    "liu_fig2_admin_same_speed_as_preln", "liu_fig7_postln_heavier_own_dependency_init",
+    "liu_fig2_postln_grows_linearly", "liu_fig7_postln_heavier_own_dependency_init",
+    "liu_fig7_postln_heavier_own_dependency_trained",
     "liu_fig7_preln_even_dependency_init", "liu_fig8_admin_avoids_large_dependency_init",
 }
 # and, at its scale (config/demo.yaml says why each range or setting differs): the warm-up's BLEU gaps,
@@ -597,7 +602,7 @@ def test_demo_admin_table2_depth_breaks_post_ln_but_not_pre_ln_or_admin(demo):
     # Liu 5.2's block: the demo's FixUp converges (fp32), LookLinear with Post-LN does not
     block = {r.row: r.status for r in table.itertuples() if r.column.startswith("Other initializations (Liu §5.2)")}
     assert block == {"FixUp": "converged", "LookLinear": "not converged"}
-    assert "## Other initializations (Liu §5.2): 18 layers (demo: 8)" in md
+    assert "## Other initializations (Liu §5.2): 18 layers" in md
 
 
 @pytest.mark.slow
@@ -640,13 +645,18 @@ def test_demo_liu_fig5_only_the_postln_decoder_vanishes(demo):
 def test_demo_liu_fig2_postln_output_change_grows_linearly_and_fastest(demo):
     assert (demo / "results" / "figures" / "liu_fig2.pdf").read_bytes()[:5] == b"%PDF-"
     fits = pd.read_csv(demo / "results" / "figures" / "liu_fig2_fits.csv").set_index(["norm", "kind", "growth"])
-    for kind in ("random", "adam"):
-        post = fits.loc[("post", kind, "linear"), "slope"]
-        assert post > 2 * fits.loc[("pre", kind, "linear"), "slope"]
-        assert post > 2 * fits.loc[("admin", kind, "linear"), "slope"]
-    # Post-LN's change after an Adam step is linear in N (r 0.99 vs 0.93 for log N, 10 seeds). Under the
-    # random sign perturbation the two fits are within 0.01 in r at d=64 and depths 2-18, either way
-    assert fits.loc[("post", "adam", "linear"), "better_fit"] == "linear"
+    post = fits.loc[("post", "random", "linear"), "slope"]
+    assert post > 2 * fits.loc[("pre", "random", "linear"), "slope"]
+    assert post > 2 * fits.loc[("admin", "random", "linear"), "slope"]
+    # Over 2-100 layers per side (6 seeds) the random sign perturbation moves Post-LN's output linearly in
+    # N (r 0.94 vs 0.74 for ln N), Pre-LN's and Admin's in ln N (r 0.98 and 0.98 vs 0.81 and 0.92)
+    assert fits.loc[("post", "random", "linear"), "better_fit"] == "linear"
+    assert fits.loc[("pre", "random", "log"), "better_fit"] == fits.loc[("admin", "random", "log"), "better_fit"] == "log"
+    # one Adam step moves the 18-layer Post-LN's output most (2.8x Pre-LN's; it saturates deeper: 0.51 at 50
+    # layers, 0.40 at 100, where Pre-LN's reaches 0.34)
+    change = pd.read_csv(demo / "results" / "figures" / "liu_fig2.csv")
+    at18 = change[(change.kind == "adam") & (change.layers == 18)].groupby("norm").output_change.mean()
+    assert at18["post"] > 2 * at18["pre"] and at18["post"] > 2 * at18["admin"]
 
 
 @pytest.mark.slow
@@ -661,4 +671,4 @@ def test_demo_liu_fig7_fig8_layer_dependency_at_init_and_trained(demo):
     table = pd.read_csv(demo / "results" / "figures" / "liu_fig8.csv")
     enc = table[(table.state == "init") & (table.side == "encoder")]
     own = enc[(enc.i == enc.i.max()) & (enc.j == enc.i)].set_index("norm").beta  # the top sublayer's own branch
-    assert own["admin"] < own["post"] and own["pre"] < own["post"]  # demo: 0.24, 0.35 vs 0.61
+    assert own["admin"] < own["post"] and own["pre"] < own["post"]  # demo: 0.17, 0.25 vs 0.50
