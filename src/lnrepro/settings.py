@@ -108,6 +108,20 @@ PLAN_KEYS = ("corpus", "d_model", "ffn_dim", "enc_layers", "dec_layers", "layers
 
 
 # ---- a run's settings -> a command's flags ----
+def merged_run_settings(config, run):
+    """A translation run's settings: train_defaults <- models[model] <- the run's own keys, its log keys
+    left out; `norm` sets both sides, and the run's own norm wins over inherited sides."""
+    own = config["runs"][run]
+    merged = {k: v for k, v in {**config["train_defaults"], **own}.items() if k not in LOG_KEYS}
+    settings = {**config["models"][merged["model"]], **merged}
+    if "norm" in settings:
+        settings.setdefault("enc_norm", settings["norm"])
+        settings.setdefault("dec_norm", settings["norm"])
+        if "norm" in own:
+            settings["enc_norm"] = settings["dec_norm"] = own["norm"]
+    return settings
+
+
 def cli_flags(settings):
     """{'warmup_init_lr': 0} -> '--warmup-init-lr 0' (shell-quoted), keys sorted."""
     return " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in sorted(settings.items()))

@@ -185,7 +185,21 @@ def select(table, where):
     return table[keep]
 
 
-def statistic(rows, name, x, y):
+def monotone_share(rows, keys, y, toward):
+    """Of every pair of rows (a, b) where b lies at least as far as a in the `toward` direction of each
+    x column (+1: larger, -1: smaller) and further in one, the share with y(b) <= y(a): 1 when y only
+    falls toward that corner (Fig 10: converged cells give way to failed ones at larger lr and smaller
+    beta2, never the other way round). NaN without such a pair."""
+    if toward is None or len(toward) != len(keys):
+        raise ValueError(f"statistic monotone needs `toward`, one direction per x column {keys}")
+    at = rows[keys].to_numpy(dtype=float) * np.asarray(toward, dtype=float)
+    values = rows[y].to_numpy(dtype=float)
+    pairs = [(i, j) for i in range(len(rows)) for j in range(len(rows))
+             if i != j and (at[j] >= at[i]).all() and (at[j] > at[i]).any()]
+    return float(np.mean([values[j] <= values[i] for i, j in pairs])) if pairs else math.nan
+
+
+def statistic(rows, name, x, y, toward=None):
     keys = [x] if isinstance(x, str) else list(x)
     rows = rows.sort_values(keys, kind="stable") if set(keys) <= set(rows) else rows
     values = rows[y].to_numpy(dtype=float)
@@ -207,6 +221,8 @@ def statistic(rows, name, x, y):
         return float((values > 0).mean())
     if name == "cv":
         return float(values.std() / values.mean())  # population sd: the rows are all there is
+    if name == "monotone":  # Fig 10: does y only fall toward the harsh corner of the x columns?
+        return monotone_share(rows, keys, y, toward)
     if name == "fit_exponent":  # y ~ x^k
         return float(np.polyfit(np.log(rows[x].to_numpy(dtype=float)), np.log(values), 1)[0])
     raise ValueError(f"unknown statistic {name!r}")
@@ -244,21 +260,6 @@ def ratio(a, b):
     return a / b
 
 
-def monotone_share(rows, x, y, toward):
-    """Of every pair of rows (a, b) where b lies at least as far as a in the `toward` direction of each
-    x column (+1: larger, -1: smaller) and further in one, the share with y(b) <= y(a): 1 when y only
-    falls toward that corner (Fig 10: converged cells give way to failed ones at larger lr and smaller
-    beta2, never the other way round). NaN without such a pair."""
-    keys = [x] if isinstance(x, str) else list(x)
-    if len(toward) != len(keys):
-        raise ValueError(f"toward has {len(toward)} directions for {len(keys)} x columns")
-    at = rows[keys].to_numpy(dtype=float) * np.asarray(toward, dtype=float)
-    values = rows[y].to_numpy(dtype=float)
-    pairs = [(i, j) for i in range(len(rows)) for j in range(len(rows))
-             if i != j and (at[j] >= at[i]).all() and (at[j] > at[i]).any()]
-    return float(np.mean([values[j] <= values[i] for i, j in pairs])) if pairs else math.nan
-
-
 def table_claim(spec, runs_dir, tables):
     table = tables[spec["source"]]
     x, y, stat = spec.get("x", "x"), spec.get("y", "mean" if "mean" in table else "measured"), spec["statistic"]
@@ -268,11 +269,11 @@ def table_claim(spec, runs_dir, tables):
     if spec.get("minus"):
         rows = paired_difference(rows, selected(table, spec["minus"], spec, y, "minus"), x, y, spec.get("minus_covers"))
         detail += f" minus the rows {spec['minus']}, paired on {x}"
-    if stat == "monotone":
-        return monotone_share(rows, x, y, spec["toward"]), detail + f", ordered toward {dict(zip(x, spec['toward']))}"
-    value = statistic(rows, stat, x, y)
+    if "toward" in spec:
+        detail += f", ordered toward {dict(zip(x, spec['toward']))}"
+    value = statistic(rows, stat, x, y, spec.get("toward"))
     if spec.get("divide_by"):
-        denominator = statistic(selected(table, spec["divide_by"], spec, y, "divide_by"), stat, x, y)
+        denominator = statistic(selected(table, spec["divide_by"], spec, y, "divide_by"), stat, x, y, spec.get("toward"))
         detail += f": {value:.3g} / {denominator:.3g}"
         value = ratio(value, denominator)
     return value, detail

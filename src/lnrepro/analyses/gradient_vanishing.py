@@ -63,7 +63,8 @@ def summarize(table, threshold):
 
 
 def draw(table, title, pdf, mark=None):
-    """Encoder and decoder panels; Post-LN and Pre-LN (the same-norm combinations) as in the paper."""
+    """Encoder and decoder panels of the same-norm combinations: Post-LN and Pre-LN as in the paper, and
+    Admin where probed (Liu §4.3)."""
     mean = table.groupby(["combination", "enc_norm", "dec_norm", "side", "layer", "kind", "index"],
                          as_index=False, sort=False).relative.mean()
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))

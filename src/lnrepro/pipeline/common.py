@@ -13,7 +13,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 import jsonschema
 
-from lnrepro.settings import CLEAN_DEFAULTS, LAUNCH_DEFAULTS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, RUN_VALUE_DEFAULTS, TRAIN_DEFAULTS, cli_flags
+from lnrepro.settings import CLEAN_DEFAULTS, LAUNCH_DEFAULTS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, RUN_VALUE_DEFAULTS, TRAIN_DEFAULTS, cli_flags, merged_run_settings
 
 
 class Common:
@@ -124,14 +124,7 @@ class Common:
         A BERT run has its own defaults and models (bert_run_settings)."""
         if run not in self.config["runs"]:
             return self.bert_run_settings(run)
-        merged = self.without_log_keys({**self.config["train_defaults"], **self.config["runs"][run]})
-        settings = {**self.config["models"][merged["model"]], **merged}
-        if "norm" in settings:
-            settings.setdefault("enc_norm", settings["norm"])
-            settings.setdefault("dec_norm", settings["norm"])
-            if "norm" in self.config["runs"][run]:  # the run's own norm wins over inherited sides
-                settings["enc_norm"] = settings["dec_norm"] = self.config["runs"][run]["norm"]
-        return self.with_update_freq(settings, f"runs.{run}")
+        return self.with_update_freq(merged_run_settings(self.config, run), f"runs.{run}")
 
     def with_update_freq(self, settings, where):
         """`update_tokens` is the batch as a paper states it (Xiong et al.: 8192 tokens x 16 GPUs):
