@@ -23,7 +23,8 @@ from lnrepro.analyses.probing import (decoder_bottom_over_top, init_model, outpu
 from lnrepro.analyses.update_norms import epoch_pairs, matrices, mean_gradient, pair_rows
 from lnrepro.cli import main as cli_main
 from lnrepro.core.data import Dictionary
-from lnrepro.core.model import ModelConfig, ResidualSublayer, Transformer
+from lnrepro.core.admin import as_post_ln
+from lnrepro.core.model import ModelConfig, ResidualSublayer, Transformer, label_smoothed_loss
 from lnrepro.training.evaluate import average_checkpoints
 
 VOCAB = 60
@@ -255,6 +256,48 @@ def test_average_checkpoints_is_the_mean_of_the_weights(tmp_path):
         torch.testing.assert_close(value, sum(s[key] for s in states) / 3)
 
 
+# ---- §4.3: Admin reparameterized as Post-LN after training ----
+def trained_admin(steps=10):
+    """A 3+3 Admin model (omegas profiled) after a few Adam updates, its omegas then scattered by random
+    factors in [0.5, 2] per dimension: the folding must hold for any omega vector, not only near-constant ones."""
+    batch = random_batch()
+    model = init_model(tiny(3, "admin", "admin"), 1, batch).train()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for step in range(steps):
+        src, prev, tgt = random_batch(seed=step)
+        loss, _ = label_smoothed_loss(model(src, prev), tgt, 0.1)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for s in model.residual_sublayers():
+            s.omega.mul_(2 ** (2 * torch.rand(s.omega.shape, generator=g) - 1))
+    return model.eval()
+
+
+def test_trained_admin_reparameterized_as_post_ln_computes_the_same_outputs():
+    model = trained_admin()
+    omegas = torch.stack([s.omega.detach() for s in model.residual_sublayers()])
+    assert (omegas.std(dim=1) > 0.1 * omegas.mean(dim=1)).all()  # no omega is a constant vector
+    post = as_post_ln(model).eval()
+    assert {s.norm for s in post.residual_sublayers()} == {"post"}
+    assert not any(name.endswith("omega") for name, _ in post.named_parameters())
+    src, prev, _ = random_batch(seed=99)
+    with torch.no_grad():
+        expected, got = model(src, prev), post(src, prev)
+        torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
+        # dropping omega instead of folding it is another model: the test can tell
+        naive = Transformer(post.cfg).eval()
+        naive.load_state_dict({k: v for k, v in model.state_dict().items() if not k.endswith(".omega")})
+        assert (naive(src, prev) - expected).abs().max() > 0.1
+
+
+def test_only_an_admin_model_is_reparameterized():
+    with pytest.raises(ValueError, match="admin/admin"):
+        as_post_ln(Transformer(tiny(2, "pre", "pre")))
+
+
 # ---- Figs 7-8: layer dependency beta ----
 def synthetic_stack(norm, scales, d=256, seed=0):
     """Independent Gaussian branches of known std on top of a unit-variance input."""
@@ -270,24 +313,33 @@ def synthetic_stack(norm, scales, d=256, seed=0):
 
 def test_beta_of_independent_branches_matches_the_variance_shares():
     mask = torch.ones(16, 32, dtype=torch.bool)
-    pre = dependency_matrix(*synthetic_stack("pre", [1.0, 2.0, 0.5]), mask)
+    pre, pre_var = dependency_matrix(*synthetic_stack("pre", [1.0, 2.0, 0.5]), mask)
     expected = torch.tensor([1.0, 1.0, 2.0, 0.5]) / math.sqrt(6.25)  # sqrt(Var a_j / sum of Var a_k)
     torch.testing.assert_close(pre[2], expected, atol=0.02, rtol=0)
-    post = dependency_matrix(*synthetic_stack("post", [1.0, 2.0]), mask)
+    # Pre-LN's x_i = x_0 + a_1 + ... + a_i: the variances add (§4.1: Var[x_i] grows with i)
+    torch.testing.assert_close(pre_var, torch.tensor([2.0, 6.0, 6.25]), rtol=0.03, atol=0)
+    post, post_var = dependency_matrix(*synthetic_stack("post", [1.0, 2.0]), mask)
     # x_1 = LN(x_0 + a_1): shares 1/sqrt(2); x_2 = LN(x_1 + a_2): beta_22 = 2/sqrt(5), beta_2j = beta_1j/sqrt(5)
     torch.testing.assert_close(post[1, :3], torch.tensor([1 / math.sqrt(10), 1 / math.sqrt(10), 2 / math.sqrt(5)]),
                                atol=0.02, rtol=0)
+    torch.testing.assert_close(post_var, torch.ones(2), rtol=1e-3, atol=0)  # a LayerNorm's output (gain 1)
 
 
 def test_beta_at_init_postln_leans_on_its_own_branch_admin_does_not():
-    betas = {}
-    for norm in ("post", "admin"):
+    betas, variances = {}, {}
+    for norm in ("post", "admin", "pre"):
         batch = random_batch()
-        betas[norm] = layer_dependency(init_model(tiny(4, norm, norm), 1, batch), *batch[:2])["encoder"]
+        betas[norm], variances[norm] = layer_dependency(init_model(tiny(4, norm, norm), 1, batch), *batch[:2])["encoder"]
     post, admin = betas["post"], betas["admin"]
     assert post.shape == (8, 9) and torch.all(post.triu(2) == 0)  # row i: branches 0..i only
     assert post[-1].argmax() == 8  # Post-LN: the top sublayer's own branch weighs most
     assert admin[-1, -1] < 0.75 * post[-1, -1]  # Admin's omega keeps it small at init (Fig 8)
+    # §4.1: Pre-LN's unnormalized x_i grows with i at init (each branch adds its variance); Post-LN's is
+    # a LayerNorm's output, ~1 at every sublayer
+    var = variances["pre"].tolist()
+    ups = [var[j] > var[i] for i in range(len(var)) for j in range(i + 1, len(var))]
+    assert sum(ups) / len(ups) >= 0.9 and var[-1] > 4 * var[0], var
+    torch.testing.assert_close(variances["post"], torch.ones(8), rtol=0.01, atol=0)
 
 
 # ---- Figs 3 and 11: relative gradient and update norms per matrix ----

@@ -8,6 +8,8 @@ components, one per branch. A Post-LN/Admin LayerNorm LN(a + omega x) is linear 
 mean and std are fixed, so it maps each component c to g (c - mean(c)) / std(stream) and the
 components still add up to the sublayer output; Pre-LN only appends a. Then
 beta_{i,j} = sqrt(sum over tokens of Var_d(component j) / sum over tokens of Var_d(stream)).
+Each row also carries var_x, sublayer i's output variance (Var_d of x_i, the mean over real tokens):
+§4.1's "Var[x_i] increases as i becomes larger" for Pre-LN, whose x_i no LayerNorm rescales.
 """
 import json
 from dataclasses import fields
@@ -62,10 +64,12 @@ def token_var(c):
 
 @torch.no_grad()
 def dependency_matrix(x0, sublayers, mask):
-    """beta (M x (M+1)) of one stack: row i = sublayer i's output, column j = branch j (0: input).
-    sublayers: [(module, x, a)]; mask (B, T): the real tokens."""
+    """(beta (M x (M+1)), var_x (M)) of one stack: beta's row i = sublayer i's output, column j =
+    branch j (0: input); var_x[i] = sublayer i's output variance. sublayers: [(module, x, a)]; mask
+    (B, T): the real tokens."""
     comps, const = [x0], torch.zeros_like(x0)
     beta = torch.zeros(len(sublayers), len(sublayers) + 1)
+    var_x = torch.zeros(len(sublayers))
     for i, (module, _x, a) in enumerate(sublayers):
         if module.norm == "pre":
             comps.append(a)
@@ -80,11 +84,12 @@ def dependency_matrix(x0, sublayers, mask):
         total = token_var(sum(comps))[mask].sum()
         for j, c in enumerate(comps):
             beta[i, j] = (token_var(c)[mask].sum() / total).sqrt()
-    return beta
+        var_x[i] = token_var(sum(comps) + const)[mask].mean()
+    return beta, var_x
 
 
 def layer_dependency(model, src, prev):
-    """{'encoder': beta, 'decoder': beta} of one batch."""
+    """{'encoder': (beta, var_x), 'decoder': (beta, var_x)} of one batch."""
     stacks = record_sublayers(model, src, prev)
     masks = {"encoder": src != PAD, "decoder": prev != PAD}
     return {side: dependency_matrix(x0, subs, masks[side]) for side, (x0, subs) in stacks.items()}
@@ -112,13 +117,13 @@ def measure(spec, runs_dir, data, vocab_size):
         s = {**TRAIN_DEFAULTS, **settings}
         batch = probe_batches(data, s["max_tokens"], 1, s["seed"])[0]
         for state, model in run_models(run, settings, runs_dir, vocab_size, batch):
-            for side, beta in layer_dependency(model, *batch[:2]).items():
+            for side, (beta, var_x) in layer_dependency(model, *batch[:2]).items():
                 for i in range(beta.shape[0]):
                     for j in range(i + 2):
                         rows.append({"run": run, "norm": settings["enc_norm"], "layers": settings["enc_layers"],
                                      "state": state, "side": side, "i": i + 1, "j": j,
                                      "lag": i + 1 - j,  # 0: sublayer i's own residual branch
-                                     "beta": beta[i, j].item()})
+                                     "beta": beta[i, j].item(), "var_x": var_x[i].item()})
     return pd.DataFrame(rows)
 
 

@@ -24,11 +24,13 @@ index ** --adaptive-scale, whose default 0 makes that 1; removed in 91336b0).
 The paper's own words ("initializing omega as 1" for profiling) read as a pass with omega = 1
 throughout; this module's earlier version did that, which gives larger omegas at the top.
 """
+import dataclasses
 import json
 import math
 from pathlib import Path
 
 import torch
+import torch.nn as nn
 
 from ..settings import ADMIN_PROFILE_METHOD
 from .model import ResidualSublayer, Transformer
@@ -94,3 +96,46 @@ def load_omegas(model: Transformer, path):
         raise ValueError(f"{path}: omegas of profiling method {omegas.get('method', 'omega = 1 throughout (unnamed)')!r}, "
                          f"this version uses {METHOD!r}: rerun `lnrepro admin-profile` (Snakemake reruns it)")
     set_omegas(model, omegas, path)
+
+
+# ---- §4.3: "After training finishes, Admin can be reparameterized as the conventional PostLN" ----
+def branch_inputs(layer):
+    """The weights that read each residual sublayer's input x, in the sublayers' order: the attention's
+    q/k/v projection (cross-attention: q only; k, v read the encoder output) and the FFN's W^1."""
+    d = layer.ffn.fc1.in_features
+    if hasattr(layer, "cross_attn"):
+        return [layer.self_attn.in_proj.weight, layer.cross_attn.in_proj.weight[:d], layer.ffn.fc1.weight]
+    return [layer.self_attn.in_proj.weight, layer.ffn.fc1.weight]
+
+
+@torch.no_grad()
+def as_post_ln(model: Transformer) -> Transformer:
+    """A Post-LN Transformer computing what the Admin model computes, omega folded into the weights.
+
+    Sublayer i computes LN_i(f_i(x) + omega_i * x). With x' = omega_i * x it is LN_i(f'_i(x') + x'), a
+    Post-LN sublayer, where f'_i reads x' / omega_i: its input weights' columns divided by omega_i. x'
+    itself is made by what produced x, scaled by omega_i: the LayerNorm below (gain and bias) or, for a
+    stack's first sublayer, the embeddings (token vectors and the position table). So the embeddings are
+    no longer shared: the decoder's output projection keeps the trained token vectors (the authors'
+    advice, Transformer-Clinic issue #5: "the embedding weight needs to be re-scaled accordingly (and
+    weight sharing needs to be stopped)"). Rescaling the fixed sinusoidal table is our reading."""
+    cfg = model.cfg
+    if (cfg.enc_norm, cfg.dec_norm) != ("admin", "admin"):
+        raise ValueError(f"as_post_ln: an Admin model (admin/admin), not {cfg.enc_norm}/{cfg.dec_norm}")
+    post = Transformer(dataclasses.replace(cfg, enc_norm="post", dec_norm="post", share_all_embeddings=False))
+    post.load_state_dict({k: v for k, v in model.state_dict().items() if not k.endswith(".omega")})
+    post.decoder.output_weight = nn.Parameter(model.decoder.embed.tokens.weight.clone())
+    for side in ("encoder", "decoder"):
+        stack = getattr(post, side)
+        omegas = [s.omega for s in admin_sublayers(getattr(model, side))]
+        sublayers = [s for s in stack.modules() if isinstance(s, ResidualSublayer)]
+        readers = [w for layer in stack.layers for w in branch_inputs(layer)]
+        for i, (omega, reader) in enumerate(zip(omegas, readers, strict=True)):
+            if i == 0:
+                stack.embed.tokens.weight.mul_(omega)
+                stack.embed.positions.mul_(omega)
+            else:
+                sublayers[i - 1].layer_norm.weight.mul_(omega)
+                sublayers[i - 1].layer_norm.bias.mul_(omega)
+            reader.div_(omega)
+    return post

@@ -296,6 +296,7 @@ class Decoder(nn.Module):
         self.embed = Embedder(tokens, cfg)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=1e-5) if cfg.dec_norm == "pre" else None
+        self.output_weight = None  # None: the output projection is the token embedding (tied, as trained)
 
     def forward(self, prev_tokens, memory, memory_mask, cache=None):
         """Logits (B, T, V). With a cache (list of per-layer dicts), prev_tokens holds only the
@@ -312,7 +313,7 @@ class Decoder(nn.Module):
             x = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i])
         if self.final_norm is not None:
             x = self.final_norm(x)
-        return F.linear(x, self.embed.tokens.weight)  # tied output projection
+        return F.linear(x, self.embed.tokens.weight if self.output_weight is None else self.output_weight)
 
 
 class Transformer(nn.Module):
