@@ -353,6 +353,18 @@ def test_command_writes_both_verdicts_grouped_by_figure(tmp_path):
             "d=64 models: the gap is smaller (seed spread 25 / 24 / 26, sd 1) |") in md
 
 
+def test_a_pass_where_the_config_says_its_scale_cannot_compare_is_not_counted(tmp_path):
+    """A level of another scale that lands in the paper's range is a coincidence: shown, not counted."""
+    coincidence = {**GROWS, "scale": {"not_at_this_scale": "another scale of BLEU"}}
+    table, md = run_command(tmp_path, {"a_second": GROWS, "b_level": coincidence})
+    assert list(table.paper_result) == ["PASS", "PASS"]
+    assert list(table.scaled_result) == ["PASS", claims.NOT_AT_THIS_SCALE]
+    assert "**1 of 2 claims reproduced as the paper states** (each on the paper's range; 1 more land in it" in md
+    assert "coincidences, not counted" in md
+    lines = verdicts.readme_table(table).splitlines()
+    assert lines[1].startswith("Of 2 claims, the demo reproduces 1 as the paper states (the paper's range; 1 more")
+
+
 def test_a_capped_build_says_its_verdicts_are_no_results(tmp_path):
     table, md = run_command(tmp_path, {"z_first": WARMUP}, capped=True)
     assert md.splitlines()[2] == claims.CAPPED and list(table.capped) == [True]

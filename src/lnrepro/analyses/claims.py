@@ -376,10 +376,21 @@ def fmt(v):
     return str(v)
 
 
+def reproduced(table):
+    """(claims PASS on the paper's range, those of them this config declares NOT AT THIS SCALE): a level of
+    another scale or a noise-level ordering that lands in the paper's range is a coincidence, not counted."""
+    passed = table.paper_result == PASS
+    coincidence = passed & (table.scaled_result == NOT_AT_THIS_SCALE)
+    return int((passed & ~coincidence).sum()), int(coincidence.sum())
+
+
 def headline(table):
     """The paper verdict first ("N of M as the paper states"), then the scaled one."""
-    reproduced = int((table.paper_result == PASS).sum())
-    lines = [f"**{reproduced} of {len(table)} claims reproduced as the paper states** (each on the paper's range)."]
+    counted, coincidences = reproduced(table)
+    also = (f"; {coincidences} more land in it where this config says its scale cannot be compared with the paper's "
+            f"({NOT_AT_THIS_SCALE}: a level of another scale, a noise-level ordering): coincidences, not counted"
+            if coincidences else "")
+    lines = [f"**{counted} of {len(table)} claims reproduced as the paper states** (each on the paper's range{also})."]
     other = table[~table.paper_result.isin([PASS, FAIL])]
     if len(other):
         lines.append(f"{len(other)} of them could not be measured in this config (NOT CONFIGURED / NOT MEASURED: "

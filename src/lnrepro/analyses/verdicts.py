@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .claims import reproduced
+
 EXPECTED_COLUMNS = ["claim", "figure", "paper_result", "scaled_result", "note"]
 BEGIN, END = "<!-- verdicts: begin (lnrepro verdicts writes this table) -->", "<!-- verdicts: end -->"
 
@@ -27,9 +29,11 @@ def readme_table(claims):
     where it has no scaled one) FAILS, with its numbers and the measured reason from config/demo.yaml."""
     claims = claims.fillna("")
     failed = claims[claims.scaled_result == "FAIL"].sort_values(["figure", "claim"])
+    counted, coincidences = reproduced(claims)
     lines = [BEGIN,
-             f"Of {len(claims)} claims, the demo reproduces {int((claims.paper_result == 'PASS').sum())} as the paper "
-             f"states (the paper's range) and passes {int((claims.scaled_result == 'PASS').sum())} of the "
+             f"Of {len(claims)} claims, the demo reproduces {counted} as the paper states (the paper's range; "
+             f"{coincidences} more land in it only where the demo's scale cannot be compared: not counted) "
+             f"and passes {int((claims.scaled_result == 'PASS').sum())} of the "
              f"{int((claims.scaled_result != 'not at this scale').sum())} with a verdict at its scale; "
              f"{int((claims.scaled_result == 'not at this scale').sum())} have none (not at this scale: levels and "
              f"comparisons of BLEU it cannot be compared to, each with its reason in claims.md). "
