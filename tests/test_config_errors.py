@@ -108,3 +108,61 @@ def test_a_section_is_checked_when_a_target_needs_it(tmp_path):
     fig10 = snakemake(tmp_path, "-n", "results/figures/liu_fig10.pdf", "--configfile", config, check=False)
     lines = (fig10.stdout + fig10.stderr).splitlines()
     assert fig10.returncode == 1 and error in lines and not any(line.lstrip().startswith("File ") for line in lines)
+
+
+# ---- issue 42: a name becomes a path and a word of a command; config text is untrusted ----------
+def renamed(section, old, new):
+    """Rename a key of a config section (and every reference to it that the edit names)."""
+    def edit(cfg):
+        part = cfg
+        for key in section:
+            part = part[key]
+        part[new] = part.pop(old)
+    return edit
+
+
+def refer_runs_corpus(old, new):
+    def edit(cfg):
+        renamed(("corpora",), old, new)(cfg)
+        for run in cfg["runs"].values():
+            if run.get("corpus", "deen") == old:
+                run["corpus"] = new
+    return edit
+
+
+HOSTILE = "`touch PWNED`"
+@pytest.mark.parametrize("edit, where", [
+    (renamed(("figures",), "fig2", "../../../../escaped"), "figures"),
+    (renamed(("figures",), "fig2", HOSTILE), "figures"),
+    (refer_runs_corpus("ende", "../ende"), "corpora"),
+    (renamed(("runs",), "adam_5e-4_nowarm", ".."), "runs"),
+    (renamed(("runs",), "adam_5e-4_nowarm", "-rf"), "runs"),
+    (renamed(("models",), "liu_demo", "a/b"), "models"),
+    (renamed(("bert", "runs"), "bert_preln", "x;y"), "bert.runs"),
+], ids=["figure_dotdot", "figure_backtick", "corpus_dotdot", "run_dotdot", "run_dash", "model_slash",
+        "bert_run_semicolon"])
+def test_a_name_that_is_not_a_plain_word_is_refused_before_any_job(tmp_path, edit, where):
+    """A figure named ../../x wrote outside the work folder and one with a backtick ran its command
+    (issue 42): every section's names are plain words, checked with the schema, in one line."""
+    work = tmp_path / "work"
+    work.mkdir()
+    workflow_copy(work)
+    proc = snakemake(work, "-n", "--configfile", edited_config(work, edit), check=False)
+    lines = failed_lines(proc)
+    assert lines[0].startswith(f"config: {where}: ") and "is not a usable name" in lines[0], lines
+    assert not (work / "results").exists() and not (work / "PWNED").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # nothing beside the work folder
+
+
+def test_a_download_named_by_its_url_must_be_a_plain_file_name(tmp_path):
+    """An archive's file name defaults to its URL's last part: a backtick there reached a command."""
+    workflow_copy(tmp_path)
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    url = "https://example.org/`touch PWNED`.tgz"
+    cfg["corpora"]["iwslt14"]["archives"][0]["url"] = url
+    (tmp_path / "hostile.yaml").write_text(yaml.safe_dump(cfg))
+    lines = failed_lines(snakemake(tmp_path, "-n", "--configfile", "hostile.yaml", check=False))
+    assert lines[0] == ("config: corpora.iwslt14.archives: the file name '`touch PWNED`.tgz' taken from "
+                        f"{url!r} is not a usable file name (letters, digits and _ . + -, starting with a letter or "
+                        "digit): give the entry a `file:`"), lines
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "results").exists()

@@ -6,9 +6,12 @@ import subprocess
 import sys
 
 import pytest
+import yaml
+from docutils.core import publish_parts
 
 import browser
-from workflow_helpers import snakemake, workflow_copy
+from lnrepro.pipeline.common import rst_literal
+from workflow_helpers import ROOT, snakemake, workflow_copy
 
 ON_DISK = "$(ls results/figures/*.pdf results/tables/*.csv results/claims.csv 2>/dev/null)"  # the README's
 
@@ -42,3 +45,26 @@ def test_the_reports_figure_preview_shows_in_headless_chromium(theory_report, tm
     assert shown["mime"] == "image/png" and shown["width"] > 400 and shown["shown_width"] > 0, shown
     assert shown["drawn"] > 0.01, shown  # drawn, not blank
     assert set(previews) == {"results/figures/theory.png"}  # the tables are downloaded, not previewed
+
+
+def test_config_text_reaches_a_report_caption_as_literal_text(tmp_path):
+    """A figure's `paper:` text is the user's, not the report's markup (issue 42): `.. raw:: html` put a
+    <script> into report.html and `.. include::` a file's content. Each caption now shows the text as
+    written (lnrepro.pipeline.common.rst_literal, as Snakemake renders captions: docutils' HTML)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-CONTENT-71\n")
+    hostile = (f"MARKER-42 |W_2 - W_1| *not bold* `code`_\n\n.. raw:: html\n\n   <script>alert(1)</script>\n\n"
+               f".. include:: {secret}\n")
+    body = publish_parts(f"**The paper reports:** {rst_literal(hostile)}", writer_name="html")["body"]
+    assert "<script>" not in body and "SECRET-CONTENT-71" not in body and "system-message" not in body, body
+    assert "MARKER-42 |W_2 - W_1| *not bold* `code`_ .. raw:: html &lt;script&gt;alert(1)&lt;/script&gt;" in body
+    # and through Snakemake's report of a real build
+    (tmp_path / "work").mkdir()
+    workdir = workflow_copy(tmp_path / "work")
+    cfg = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    cfg["theory"]["paper"] = hostile
+    (workdir / "hostile.yaml").write_text(yaml.safe_dump(cfg))
+    snakemake(workdir, "results/figures/theory.pdf", "--cores", "2", "--configfile", "hostile.yaml")
+    snakemake(workdir, "results/figures/theory.pdf", "--report", "report.html", "--configfile", "hostile.yaml")
+    html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert "MARKER-42" in html and "SECRET-CONTENT-71" not in html and "alert(1)</script>" not in html

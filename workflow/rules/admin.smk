@@ -148,6 +148,7 @@ rule update_norms:
     wildcard_constraints:
         unfig="fig3|fig11",
     params:
+        caption=P.report_caption("admin", "update_norms", "{unfig}"),  # its config text, shown literally in the report
         spec=P.update_norms_spec,
         scale_note=P.scale_note_flag(),
         data_dir=P.update_norms_data_dir,

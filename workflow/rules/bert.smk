@@ -73,6 +73,7 @@ rule plot_fig5:
         png=report("results/figures/fig5.png", caption="../report/fig5.rst", category="Figures"),
         csv=report("results/figures/fig5.csv", caption="../report/fig5.rst", category="Tables"),
     params:
+        caption=P.report_caption("bert", "fig5"),  # its config text, shown literally in the report
         spec=P.fig5_spec,
         scale_note=P.scale_note_flag(),
     conda:

@@ -11,6 +11,7 @@ rule plot_figure:
         csv=report("results/figures/{fig}.csv", caption="../report/table.rst", category="Tables"),
         summary="results/figures/{fig}_final.csv",
     params:
+        caption=P.report_caption("figures", "{fig}"),  # its config text, shown literally in the report
         spec=P.figure_spec,
         scale_note=P.scale_note_flag(),
     conda:

@@ -60,6 +60,7 @@ rule plot_gradient_norms:
         csv=report("results/figures/fig3.csv", caption="../report/table.rst", category="Tables"),
         summary="results/figures/fig3_summary.csv",
     params:
+        caption=P.report_caption("gradient_probe"),  # its config text, shown literally in the report
         spec=P.gradient_figure_spec,
         scale_note=P.scale_note_flag(),
     conda:

@@ -9,6 +9,7 @@ rule check_theory:
         csv=report("results/figures/theory.csv", caption="../report/table.rst", category="Tables"),
         checks=report("results/figures/theory_checks.csv", caption="../report/table.rst", category="Tables"),
     params:
+        caption=P.report_caption("theory"),  # its config text, shown literally in the report
         flags=P.theory_flags,
         scale_note=P.scale_note_flag(),
     threads: P.threads("train")

@@ -16,6 +16,13 @@ import jsonschema
 from lnrepro.settings import CLEAN_DEFAULTS, LAUNCH_DEFAULTS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, RUN_VALUE_DEFAULTS, TRAIN_DEFAULTS, cli_flags, merged_run_settings
 
 
+def rst_literal(text):
+    """Config text as reStructuredText that renders exactly that text: one line (a directive such as
+    `.. raw::` or `.. include::` needs a line of its own) and every character but a letter, digit or
+    space escaped with a backslash (no role, link, substitution or inline markup)."""
+    return "".join(c if c.isalnum() or c == " " else "\\" + c for c in " ".join(str(text).split()))
+
+
 class Common:
     READY_SOURCES = ["generated", "iwslt14", "wmt14", "local"]
     ARCHIVE_SOURCES = ("iwslt14", "wmt14")  # sources whose raw text comes from downloaded archives
@@ -86,6 +93,11 @@ class Common:
         elif error.validator == "required":
             missing = [k for k in error.validator_value if isinstance(inst, dict) and k not in inst] or ["?"]
             msg = f"{at}missing required key '{missing[0]}'" if where else f"missing required top-level key '{missing[0]}'"
+        elif error.validator == "pattern" and sch.get("title") == "name":  # a section's key: names become paths
+            msg = (f"{at}{self.short_repr(inst)} is not a usable name: letters, digits and _ . + - only, starting with "
+                   "a letter or digit (it becomes a file name and a word of a command)")
+        elif error.validator == "maxLength" and sch.get("title") == "name":
+            msg = f"{at}{self.short_repr(inst)} is longer than the {sch['maxLength']} characters a name may have"
         elif error.validator == "type":
             types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
             msg = f"{at}{self.short_repr(inst)} is not of type {' or '.join(map(str, types))}"
@@ -313,7 +325,8 @@ class Common:
                 self.check_heads([(f"bert.models.{name}", m)], m, m)
 
     def names_regex(self, names):
-        return "|".join(sorted(names, key=len, reverse=True))
+        """A wildcard constraint matching exactly these names ('.' and '+' are literal in a name)."""
+        return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
 
     # ---- paths -----------------------------------------------------------------------------------
     def data_dir(self, corpus):
@@ -357,6 +370,16 @@ class Common:
 
         args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
         return args.targets or []
+
+    def report_caption(self, *path):
+        """Params for a report caption: the title and paper text of the config section at path (a key
+        may name a wildcard: "{fig}"), as reStructuredText that shows them literally (rst_literal)."""
+        def caption(wildcards):
+            section = self.config
+            for key in path:
+                section = section[key.format(**dict(wildcards.items()))]
+            return {"title": rst_literal(section["title"]), "paper": rst_literal(section.get("paper", "(see the paper)"))}
+        return caption
 
     def scale_note_flag(self):
         """Every figure command's --scale-note: the config's `scale_note` (the demo's: its runs scale the

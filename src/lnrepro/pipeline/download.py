@@ -6,6 +6,9 @@ import shlex
 
 
 class Download:
+    # a downloaded file's name, as the schema's `file:` pattern: also for one taken from its URL
+    FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
     def download_entries(self):
         """(config key, {url, sha256, file}) of every file the config downloads: the corpora's
         archives and the BERT data's files (bert_data.smk), all through download_archive."""
@@ -34,6 +37,10 @@ class Download:
         found = {}
         for key, a in self.download_entries():
             name = self.archive_name(a)
+            if not self.FILE_NAME.fullmatch(name):  # it becomes a path and a word of the download's command
+                self.config_error(f"{key}: the file name {self.short_repr(name)} taken from {self.short_repr(a['url'])} "
+                                  "is not a usable file name (letters, digits and _ . + -, starting with a letter or "
+                                  "digit): give the entry a `file:`")
             other = found.get(name)
             if other and (other["url"], other.get("sha256")) != (a["url"], a.get("sha256")):
                 self.config_error(f"{key}: '{name}' is also {other['url']} "
