@@ -15,7 +15,7 @@ rule download_archive:
     output:
         "resources/verified/{archive}",
     wildcard_constraints:
-        archive=P.files_regex(P.archives, "NO_ARCHIVES"),
+        archive=P.names_regex(P.archives) or "NO_ARCHIVES",
     params:
         flags=P.download_flags,
         file="resources/downloads/{archive}",
@@ -33,7 +33,7 @@ rule extract_archive:
     output:
         directory("resources/extracted/{unpacked}"),
     wildcard_constraints:
-        unpacked=P.files_regex(P.archive_stems, "NO_ARCHIVES"),
+        unpacked=P.names_regex(P.archive_stems) or "NO_ARCHIVES",
     params:
         flags=P.extract_flags,
     resources:

@@ -63,9 +63,6 @@ class Download:
             if os.path.islink(link) and not os.path.exists(link):
                 os.remove(link)
 
-    def files_regex(self, names, none):
-        return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or none
-
     def download_flags(self, wildcards):
         """URL and sha256 reach the job as params: editing either fetches (and verifies) again."""
         a = self.archives[wildcards.archive]
