@@ -43,6 +43,19 @@ def planned_jobs(dry_run_output):
 
 
 # ---- config validation: fails before any job, naming the key ------------------------------------
+def with_seed_row(edit):
+    """edit applied to the demo config given Table 2's seed row (the paper config's; the demo leaves it
+    out for time): seed 2 of each 6-layer run beside seed 1."""
+    def edited(c):
+        t2 = c["admin"]["table2"]
+        t2["seed_label"], t2["seed_runs"] = "deen 6L (2 seeds)", {}
+        for norm, (six, *_) in t2["runs"].items():
+            c["runs"][f"liu_iwslt_{norm}_seed2"] = {**c["runs"][six], "seed": 2}
+            t2["seed_runs"][norm] = [six, f"liu_iwslt_{norm}_seed2"]
+        edit(c)
+    return edited
+
+
 @pytest.mark.parametrize("edit, expected", [
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(lrr=1e-3), "lrr"),
     (lambda c: c["runs"]["preln_5e-4_nowarm"].update(norm="preln"), "preln"),
@@ -69,10 +82,11 @@ def planned_jobs(dry_run_output):
      "admin.table1.rows[2].run: liu_wmt_post_18L has enc_norm post, dec_norm post; the row says enc_norm pre"),
     (lambda c: c["admin"]["table2"]["runs"]["admin"].__setitem__(0, "liu_wmt_post_6L"), "admin.table2.runs.admin[0]"),
     (lambda c: c["admin"]["table2"]["runs"]["pre"].reverse(), "admin.table2.runs.pre[0]: liu_wmt_pre_18L has enc_layers 18"),
-    (lambda c: c["admin"]["table2"]["seed_runs"]["pre"].__setitem__(1, "liu_iwslt_admin_seed2"),
+    (with_seed_row(lambda c: c["admin"]["table2"]["seed_runs"]["pre"].__setitem__(1, "liu_iwslt_admin_seed2")),
      "admin.table2.seed_runs.pre[1]"),
-    (lambda c: c["runs"]["liu_iwslt_post_seed2"].update(lr=2e-3), "admin.table2.seed_runs.post[1]: liu_iwslt_post_seed2 has lr"),
-    (lambda c: c["runs"]["liu_iwslt_post_seed2"].pop("seed"), "admin.table2.seed_runs.post: seeds [1, 1]"),
+    (with_seed_row(lambda c: c["runs"]["liu_iwslt_post_seed2"].update(lr=2e-3)),
+     "admin.table2.seed_runs.post[1]: liu_iwslt_post_seed2 has lr"),
+    (with_seed_row(lambda c: c["runs"]["liu_iwslt_post_seed2"].pop("seed")), "admin.table2.seed_runs.post: seeds [1, 1]"),
     (lambda c: c["admin"]["lr_grid"]["cells"][2].update(lr=1e-2), "admin.lr_grid.cells[2].run"),
     (lambda c: c["admin"]["lr_grid"]["cells"][0].update(norm="admin"), "admin.lr_grid.cells[0].run"),
     (lambda c: c["admin"]["layer_dependency"]["fig8"]["runs"].__setitem__(0, "liu_wmt_postenc_predec_18L"),
@@ -291,7 +305,7 @@ def table_runs(cfg):
     """Liu et al.'s tables' and lr grid's runs: the demo decodes only their last checkpoint, once
     (admin.average_last {deen: 1}: results/eval/RUN/bleu_avg1.csv), never per epoch."""
     admin = cfg["admin"]
-    runs = {r for section in ("runs", "seed_runs") for rs in admin["table2"][section].values() for r in rs}
+    runs = {r for section in ("runs", "seed_runs") for rs in admin["table2"].get(section, {}).values() for r in rs}
     runs |= set(admin["table2"]["init_runs"].values()) | {row["run"] for row in admin["table1"]["rows"]}
     return runs | {cell["run"] for cell in admin["lr_grid"]["cells"]}
 
@@ -618,7 +632,7 @@ def test_demo_admin_table2_depth_breaks_post_ln_but_not_pre_ln_or_admin(demo):
     assert status["Pre-LN", deepest] == status["Admin", deepest] == "converged"
     assert status["Post-LN", shallowest] == "converged"
     assert set(table.run) >= {run for runs in t2["runs"].values() for run in runs}
-    assert (table.column == t2["seed_label"]).sum() == 3
+    assert (table.column == t2.get("seed_label", "seeds")).sum() == (3 if "seed_runs" in t2 else 0)
     md = (demo / "results" / "tables" / "admin_table2.md").read_text()
     assert "| Post-LN |" in md and "| Admin |" in md
     # Liu 5.2's block: the demo's FixUp converges (fp32), LookLinear with Post-LN does not
@@ -670,12 +684,12 @@ def test_demo_liu_fig2_postln_output_change_grows_linearly_and_fastest(demo):
     post = fits.loc[("post", "random", "linear"), "slope"]
     assert post > 2 * fits.loc[("pre", "random", "linear"), "slope"]
     assert post > 2 * fits.loc[("admin", "random", "linear"), "slope"]
-    # Over 2-100 layers per side (6 seeds) the random sign perturbation moves Post-LN's output linearly in
-    # N (r 0.94 vs 0.74 for ln N), Pre-LN's and Admin's in ln N (r 0.98 and 0.98 vs 0.81 and 0.92)
+    # Over 2-100 layers per side (4 seeds) the random sign perturbation moves Post-LN's output linearly in
+    # N (r 0.94 vs 0.73 for ln N), Pre-LN's and Admin's in ln N (r 0.96 and 0.97 vs 0.82 and 0.86)
     assert fits.loc[("post", "random", "linear"), "better_fit"] == "linear"
     assert fits.loc[("pre", "random", "log"), "better_fit"] == fits.loc[("admin", "random", "log"), "better_fit"] == "log"
-    # one Adam step moves the 18-layer Post-LN's output most (2.8x Pre-LN's; it saturates deeper: 0.51 at 50
-    # layers, 0.40 at 100, where Pre-LN's reaches 0.34)
+    # one Adam step moves the 18-layer Post-LN's output most (2.8x Pre-LN's; it saturates deeper: 0.39 at
+    # 100 layers, where Pre-LN's reaches 0.33)
     change = pd.read_csv(demo / "results" / "figures" / "liu_fig2.csv")
     at18 = change[(change.kind == "adam") & (change.layers == 18)].groupby("norm").output_change.mean()
     assert at18["post"] > 2 * at18["pre"] and at18["post"] > 2 * at18["admin"]
