@@ -62,6 +62,10 @@ rule all:
 
 P.check_sections()
 P.check_targets()
+# after every check (a config error stays the first line): downloads without a sha256 or over http,
+# values far outside the papers'
+P.note_unverified_downloads()
+P.note_far_out_values()
 
 
 # in the main process of a real run only (not -n, not the jobs Snakemake or a cluster starts)

@@ -1,6 +1,8 @@
 """Every error a user meets before any job runs is one line, then a few of detail (issue 31): a name
 the config looks up and lacks (with the closest one), a default config that is not there, a target
 this config cannot make. Dry runs of the real workflow in a scratch copy, a few seconds each."""
+import re
+
 import pytest
 import yaml
 
@@ -166,3 +168,103 @@ def test_a_download_named_by_its_url_must_be_a_plain_file_name(tmp_path):
                         f"{url!r} is not a usable file name (letters, digits and _ . + -, starting with a letter or "
                         "digit): give the entry a `file:`"), lines
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "results").exists()
+
+
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
+    """YAML keeps a duplicate key's last value: `lr` 1e-3 then 5e-1 trained at 0.5 without a word."""
+    workflow_copy(tmp_path)
+    text = (ROOT / "config" / "demo.yaml").read_text()
+    run = "  adam_5e-4_nowarm: {lr: 1.0e-3, warmup: 1}\n"
+    assert run in text
+    (tmp_path / "twice.yaml").write_text(text.replace(run, "  adam_5e-4_nowarm:\n    lr: 1.0e-3\n    warmup: 1\n    lr: 5.0e-1\n"))
+    line = text[:text.index(run)].count("\n") + 4  # the second `lr`
+    lines = failed_lines(snakemake(tmp_path, "-n", "--configfile", "twice.yaml", check=False))
+    assert lines == [f"config: twice.yaml line {line}: key 'lr' is given twice in one mapping; YAML would keep the "
+                     "last one silently: give it once"], lines
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_demo_merge_keys_are_not_duplicates():
+    """`<<: *liu_recipe` then `warmup: 292` overrides the recipe's warm-up: that is what a merge is for."""
+    from lnrepro.pipeline.config_text import duplicate_key
+    for name in ("demo.yaml", "config.yaml", "claims.yaml"):
+        assert duplicate_key(ROOT / "config" / name) is None, name
+
+
+def alias_bomb(levels, width=10):
+    """width**levels values from a few lines: each level's list holds the level below width times."""
+    lines = [f"a0: &a0 [{', '.join(['x'] * width)}]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_within_seconds(tmp_path):
+    """10^9 values in 9 lines hung planning (Snakemake's validate printed the expansion, >1.7 GB):
+    refused before anything walks it."""
+    workflow_copy(tmp_path)
+    (tmp_path / "bomb.yaml").write_text((ROOT / "config" / "demo.yaml").read_text() + "lol:\n" + "".join(
+        f"  {line}\n" for line in alias_bomb(9).splitlines()))
+    proc = snakemake(tmp_path, "-n", "--configfile", "bomb.yaml", check=False, timeout=120)
+    assert failed_lines(proc)[0] == ("config: the config expands to over 100,000 values (aliases repeated inside "
+                                     "aliases?); the papers' config has ~2,100: refused before anything reads it")
+
+
+def test_a_huge_text_is_refused_naming_its_key(tmp_path):
+    """A 200 KB `paper:` text passed planning, then its figure's job failed: "Argument list too long"."""
+    workflow_copy(tmp_path)
+    edit = lambda c: c["figures"]["fig2"].update(paper="x" * 200_000)  # noqa: E731
+    lines = failed_lines(snakemake(tmp_path, "-n", "--configfile", edited_config(tmp_path, edit), check=False))
+    assert lines == ["config: figures.fig2.paper: a text of 200,000 characters, over the 4,000 any setting needs "
+                     "(config text travels in job commands and the report)"], lines
+
+
+def test_config_text_checks_count_without_expanding():
+    from lnrepro.pipeline.config_text import expanded_size, longest_text
+    bomb = yaml.safe_load(alias_bomb(9))
+    assert expanded_size(bomb, 10**6) > 10**6  # counted, not expanded: this returns at once
+    assert expanded_size(yaml.safe_load(alias_bomb(3)), 10**6) == 1 + 11 + 111 + 1111  # the root, then each list: itself and its items
+    cyclic = []
+    cyclic.append(cyclic)
+    assert expanded_size(cyclic, 50) > 50
+    assert longest_text({"a": ["xy", {"bbb": "z" * 7}]}) == ("a[1].bbb", 7)
+
+
+def test_planning_notes_unpinned_and_plain_http_downloads(tmp_path):
+    """With sha256 null the hash to pin went to a job's log only, and plain http passed in silence."""
+    workflow_copy(tmp_path)
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    cfg["corpora"]["iwslt14"]["archives"][0]["url"] = "http://example.org/de-en.tgz"
+    (tmp_path / "notes.yaml").write_text(yaml.safe_dump(cfg))
+    err = snakemake(tmp_path, "results/plan.md", "-n", "--configfile", "notes.yaml").stderr
+    assert ("lnrepro: note: downloads over plain http, which anyone on the path can change (1; use https where the "
+            "host serves it): corpora.iwslt14.archives http://example.org/de-en.tgz\n") in err
+    entries = [a for c in cfg["corpora"].values() for a in c.get("archives", [])]
+    assert "lnrepro: note: downloads without a sha256, used unverified (" in err
+    assert "corpora.iwslt14.archives de-en.tgz; " in err
+    # the papers' config as it stands: every download https
+    err = snakemake(tmp_path, "-n", "results/plan.md", "--configfile", str(ROOT / "config" / "config.yaml")).stderr
+    assert "plain http" not in err and entries
+
+
+def test_values_far_outside_the_papers_are_noted_when_planned(tmp_path):
+    """epochs 1,000,000 (ETA 186 h, a disk of checkpoints), beam 1000 and n_train 1e9 passed planning
+    without a word (issue 42): each gets a note, the epochs one with its checkpoints' size."""
+    workflow_copy(tmp_path)
+
+    def edit(c):
+        c["runs"]["adam_5e-4_nowarm"]["epochs"] = 1_000_000
+        c["corpora"]["deen"]["decode"]["beam"] = 1000
+        c["corpora"]["ende"]["generator"]["n_train"] = 10**9
+    proc = snakemake(tmp_path, "-n", "--configfile", edited_config(tmp_path, edit))
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("lnrepro: note: config ")]
+    assert len(notes) == 3, notes
+    disk = re.fullmatch(r"lnrepro: note: config runs\.adam_5e-4_nowarm\.epochs: 1,000,000, over 1,000 \(the papers' "
+                        r"longest run trains 100\): ~([\d,.]+) GB of its checkpoints under checkpoints\.keep all; "
+                        r"`snakemake results/plan\.md` prices every run", notes[0])
+    assert disk and float(disk.group(1).replace(",", "")) > 1000, notes[0]  # ~0.6M fp32 weights a checkpoint
+    assert notes[1] == ("lnrepro: note: config corpora.deen.decode.beam: 1,000, over 50 (the papers decode with 4-5): "
+                        "decoding's memory and time grow with it")
+    assert notes[2] == ("lnrepro: note: config corpora.ende.generator.n_train: 1,000,000,000, over 10,000,000 (WMT14 "
+                        "has ~4.5M pairs): the generator holds the corpus in memory")
+    # the demo plans without a note of this kind
+    assert not [line for line in snakemake(tmp_path, "-n").stderr.splitlines() if line.startswith("lnrepro: note: config ")]

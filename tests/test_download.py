@@ -13,7 +13,7 @@ import zipfile
 import pytest
 
 from lnrepro.cli import main
-from lnrepro.prepare.download import download
+from lnrepro.prepare.download import Pace, download
 from lnrepro.prepare.extract import UnsafeArchive, extract
 from lnrepro.prepare.fetching import ChecksumError, DownloadError
 
@@ -75,12 +75,14 @@ def test_download_file_url_verified_and_atomic(tmp_path):
     assert "already present" in log.getvalue()
 
 
-def test_download_plain_path_without_sha_warns_with_the_hash(tmp_path):
+def test_download_plain_path_without_sha_warns_with_the_hash(tmp_path, capsys):
     (tmp_path / "src.tgz").write_bytes(b"x")
     log = io.StringIO()
     download(str(tmp_path / "src.tgz"), str(tmp_path / "out.tgz"), None, log=log)
     assert "WARNING: no sha256 configured for out.tgz" in log.getvalue()
     assert f"sha256: {sha256(b'x')}" in log.getvalue()
+    # and on the terminal (the job's stderr), where the log alone hid it
+    assert f"lnrepro download: WARNING: no sha256 configured for out.tgz" in capsys.readouterr().err
 
 
 def test_download_checksum_mismatch_keeps_nothing(tmp_path, capsys):
@@ -168,7 +170,17 @@ class Server:
                 cuts = server.cut.get(name)
                 mode = cuts.pop(0) if cuts else None
                 self.send_response(200)
-                if mode == "chunked":
+                if mode == "drip":  # a byte at a time, each well inside any socket timeout
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    try:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.02)
+                    except OSError:  # the client gave up
+                        pass
+                elif mode == "chunked":
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
                     self.wfile.write(b"%x\r\n" % len(body) + body[:10])
@@ -225,6 +237,23 @@ def test_download_retries_a_connection_cut_off(server, tmp_path, cut):
     with pytest.raises(DownloadError, match="2 attempts"):
         download(f"{server.url}/b.tgz", str(tmp_path / "b.tgz"), retries=2, backoff=0, log=io.StringIO())
     assert leftovers(tmp_path) == ["a.tgz", "www"]
+
+
+def test_a_server_that_drips_is_cut_off_by_rate_then_by_deadline(server, tmp_path):
+    """One byte at a time under the socket timeout was never cut off (issue 42): an attempt slower than
+    min_rate once past its grace is retried, and the whole download stops at its deadline."""
+    (server.www / "slow.tgz").write_bytes(b"x" * 5000)
+    url, t0 = f"{server.url}/slow.tgz", time.monotonic()
+    server.cut["slow.tgz"] = ["drip"] * 2
+    with pytest.raises(DownloadError, match=r"too slow: \d+ bytes/s over \d+ s \(under 1000\); 2 attempts"):
+        download(url, str(tmp_path / "a.tgz"), retries=2, backoff=0, log=io.StringIO(),
+                 pace=Pace(deadline=60, min_rate=1000, grace=0.5))
+    assert time.monotonic() - t0 < 10
+    server.cut["slow.tgz"] = ["drip"] * 3
+    with pytest.raises(DownloadError, match="stopped after the download's deadline of 2 s"):
+        download(url, str(tmp_path / "b.tgz"), retries=3, backoff=0, log=io.StringIO(), pace=Pace(deadline=2, min_rate=0))
+    assert time.monotonic() - t0 < 20
+    assert leftovers(tmp_path) == ["www"]  # neither the file nor its .tmp
 
 
 def test_download_makes_at_least_one_attempt(server, tmp_path):

@@ -21,8 +21,8 @@ def workflow_copy(dest):
     return dest
 
 
-def snakemake(workdir, *args, check=True):
-    proc = subprocess.run(SNAKEMAKE + list(args), cwd=workdir, capture_output=True, text=True)
+def snakemake(workdir, *args, check=True, timeout=None):
+    proc = subprocess.run(SNAKEMAKE + list(args), cwd=workdir, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc

@@ -5,7 +5,8 @@
 # never the file itself: Snakemake removes a job's outputs before it reruns it (after the url or
 # sha256 in the config changed), which then removes the link only, and the job verifies the file
 # against the new sha256 and keeps it. Nothing in resources/downloads/ is ever deleted by a rerun.
-# Failures print one message to the terminal as well as to the log.
+# Failures print one message to the terminal as well as to the log, and so does an unpinned file's
+# sha256 once fetched; planning notes every download without a sha256 or over plain http.
 
 
 P.drop_dangling_links()

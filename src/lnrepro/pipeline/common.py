@@ -13,6 +13,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 import jsonschema
 
+from lnrepro.pipeline.config_text import duplicate_key, expanded_size, longest_text
 from lnrepro.settings import CLEAN_DEFAULTS, LAUNCH_DEFAULTS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, RUN_VALUE_DEFAULTS, TRAIN_DEFAULTS, cli_flags, merged_run_settings
 
 
@@ -32,6 +33,8 @@ class Common:
     # ---- the schema: validated first, its error reported as config_error's are, without the schema ----
     SCHEMA = "workflow/schemas/config.schema.yaml"  # relative to the Snakefile's folder
     SCHEMA_DETAIL_LINES = 8  # after the message and a blank line; an allowed-keys list takes up to 6
+    MAX_CONFIG_VALUES = 100_000  # config/config.yaml expands to ~2,100 values, the demo's to ~1,100
+    MAX_CONFIG_TEXT = 4_000  # characters: the longest paper passage or note is under 500
 
     def stop(self, line, detail=()):
         """One line, a blank line and a few of detail, then exit before any job runs: what a schema error
@@ -109,9 +112,27 @@ class Common:
         detail.append(f"every key: config/README.md; the schema: {self.SCHEMA}")
         return msg, detail
 
+    def check_config_text(self):
+        """What YAML lets through silently, refused before anything walks the config (lnrepro.pipeline.
+        config_text): a key given twice, aliases nested into an expansion no config needs, a huge text."""
+        for path in getattr(self.workflow, "configfiles", []):  # a Pipeline built outside Snakemake has none
+            twice = duplicate_key(path)
+            if twice:
+                shown = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+                self.config_error(f"{shown} line {twice[1]}: key '{twice[0]}' is given twice in one mapping; YAML "
+                                  "would keep the last one silently: give it once")
+        if expanded_size(self.config, self.MAX_CONFIG_VALUES) > self.MAX_CONFIG_VALUES:
+            self.config_error(f"the config expands to over {self.MAX_CONFIG_VALUES:,} values (aliases repeated "
+                              "inside aliases?); the papers' config has ~2,100: refused before anything reads it")
+        where, length = longest_text(self.config)
+        if length > self.MAX_CONFIG_TEXT:
+            self.config_error(f"{where or 'a key'}: a text of {length:,} characters, over the {self.MAX_CONFIG_TEXT:,} "
+                              "any setting needs (config text travels in job commands and the report)")
+
     def validate_config(self):
         """Snakemake's validate (it fills in the schema's defaults); an error is one line first, a few
         after, and the workflow stops before any job: never jsonschema's dump of the schema."""
+        self.check_config_text()
         try:
             validate(self.config, os.path.join(self.workflow.basedir, self.SCHEMA))
         except WorkflowError as e:

@@ -47,10 +47,30 @@ def _local_path(url):
     return url
 
 
-def _copy_stream(src, dst, expected_size=None):
+class Pace:
+    """When a download must stop: past its deadline (seconds since the first attempt, over all attempts),
+    or slower than min_rate bytes/s on average once an attempt has run `grace` seconds. The socket
+    timeout alone never cut off a server that drips a byte at a time under it."""
+
+    def __init__(self, deadline, min_rate, grace=120.0):
+        self.end, self.min_rate, self.grace = time.monotonic() + deadline, min_rate, grace
+        self.deadline = deadline
+
+    def check(self, started, n):
+        now = time.monotonic()
+        if now > self.end:
+            raise DownloadError(f"stopped after the download's deadline of {self.deadline:.0f} s ({n} bytes of this "
+                                f"attempt): raise --deadline for a slow link, or fetch the file by hand")
+        if now - started > self.grace and n / (now - started) < self.min_rate:
+            raise _Retryable(f"too slow: {n / (now - started):.0f} bytes/s over {now - started:.0f} s "
+                             f"(under {self.min_rate:.0f})")
+
+
+def _copy_stream(src, dst, expected_size=None, pace=None):
     """Copy src to the open file dst; returns (bytes, sha256)."""
-    h, n = hashlib.sha256(), 0
-    while block := src.read(CHUNK):
+    h, n, started = hashlib.sha256(), 0, time.monotonic()
+    read = getattr(src, "read1", src.read)  # what has arrived, not a whole chunk: a drip is seen as one
+    while block := read(CHUNK):
         try:
             dst.write(block)
         except OSError as e:  # not a network error: retrying would not help, and it must not say so
@@ -60,12 +80,14 @@ def _copy_stream(src, dst, expected_size=None):
             raise DownloadError(f"{out}: cannot write ({e.strerror}); fix its folder and rerun") from e
         h.update(block)
         n += len(block)
+        if pace:
+            pace.check(started, n)
     if expected_size is not None and n != expected_size:
         raise _Retryable(f"connection closed after {n} of {expected_size} bytes")
     return n, h.hexdigest()
 
 
-def _fetch_once(url, tmp, timeout):
+def _fetch_once(url, tmp, timeout, pace=None):
     local = _local_path(url)
     with open(tmp, "wb") as out:
         if local is not None:
@@ -76,7 +98,7 @@ def _fetch_once(url, tmp, timeout):
         try:
             with urllib.request.urlopen(url, timeout=timeout) as response:
                 length = response.headers.get("Content-Length")
-                return _copy_stream(response, out, int(length) if length and length.isdigit() else None)
+                return _copy_stream(response, out, int(length) if length and length.isdigit() else None, pace)
         except urllib.error.HTTPError as e:
             if e.code in (408, 429) or e.code >= 500:
                 raise _Retryable(f"HTTP {e.code} {e.reason}") from e
@@ -109,7 +131,7 @@ def make_link(out, link):
     os.symlink(os.path.relpath(os.path.abspath(out), os.path.dirname(os.path.abspath(link))), link)
 
 
-def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None, link=None):
+def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None, link=None, pace=None):
     """Fetch url to out (atomically); returns the file's sha256. Raises DownloadError.
 
     An out already present is only verified, never replaced or removed; what is removed on a
@@ -118,13 +140,13 @@ def download(url, out, sha256=None, retries=3, backoff=1.0, timeout=60, log=None
     if os.path.isdir(out):
         name = os.path.basename(urllib.parse.urlparse(url).path.rstrip("/")) or "FILE"
         raise DownloadError(f"--out {out} is a directory: name the file to write, e.g. --out {os.path.join(out, name)}")
-    actual = _download(url, out, sha256.lower() if sha256 else None, max(1, retries), backoff, timeout, log)
+    actual = _download(url, out, sha256.lower() if sha256 else None, max(1, retries), backoff, timeout, log, pace)
     if link:
         make_link(out, link)
     return actual
 
 
-def _download(url, out, sha256, retries, backoff, timeout, log):
+def _download(url, out, sha256, retries, backoff, timeout, log, pace):
     name = os.path.basename(out)
     if os.path.exists(out):  # no marker tells whether this tool wrote it: a mismatch keeps it
         actual = verify_present(out, sha256)
@@ -137,7 +159,7 @@ def _download(url, out, sha256, retries, backoff, timeout, log):
             try:
                 log_line(log, f"download: {url} -> {out} (attempt {attempt}/{retries})")
                 t0 = time.time()
-                size, actual = _fetch_once(url, tmp, timeout)
+                size, actual = _fetch_once(url, tmp, timeout, pace)
                 break
             except _Retryable as e:
                 errors.append(str(e))
@@ -155,9 +177,11 @@ def _download(url, out, sha256, retries, backoff, timeout, log):
         os.replace(tmp, out)
     rate = size / max(time.time() - t0, 1e-6) / 1e6
     log_line(log, f"download: {name}: {size} bytes ({rate:.1f} MB/s), sha256 {actual}")
-    if sha256 is None:
-        log_line(log, f"WARNING: no sha256 configured for {name}: not verified. To pin it, set\n"
-                  f"  sha256: {actual}\nfor {url} in the config.")
+    if sha256 is None:  # on the terminal too (the job's stderr), not in the log only
+        warning = f"WARNING: no sha256 configured for {name}: not verified. To pin it, set\n  sha256: {actual}\nfor {url} in the config."
+        log_line(log, warning)
+        if log:
+            log_line(None, f"lnrepro download: {warning}")
     return actual
 
 
@@ -169,6 +193,10 @@ def add_arguments(p):
     p.add_argument("--backoff", type=float, default=2.0,
                    help="seconds before the 2nd attempt, doubled for each further one")
     p.add_argument("--timeout", type=float, default=60, help="socket timeout in seconds")
+    p.add_argument("--deadline", type=float, default=86400,
+                   help="seconds for the whole download, every attempt included (default a day)")
+    p.add_argument("--min-rate", type=float, default=1000,
+                   help="bytes/s an attempt must average once it has run 2 minutes, else it is retried")
     p.add_argument("--log", default=None,
                    help="progress goes here (appended); a failure is also printed to stderr")
     p.add_argument("--link", default=None,
@@ -178,4 +206,5 @@ def add_arguments(p):
 
 def run(args):
     run_command("download", args.log, lambda log: download(
-        args.url, args.out, args.sha256, args.retries, args.backoff, args.timeout, log, args.link))
+        args.url, args.out, args.sha256, args.retries, args.backoff, args.timeout, log, args.link,
+        Pace(args.deadline, args.min_rate)))
