@@ -203,10 +203,16 @@ def test_the_report_flags_a_claims_input_other_code_made(tmp_path):
 
 
 # ---- LNREPRO_DEMO_DIR ------------------------------------------------------------------------------
-def demo_dir(tmp_path, commit, dirty=False):
+def demo_dir(tmp_path, commit, dirty=False, others=OTHER_COMMIT):
+    """A finished demo's results: claims.csv made by commit (None: no record), a run's metrics by others."""
     fake_result(tmp_path / "results" / "claims.csv", None if commit is None else
                 {**provenance.current(), "commit": commit, "dirty": dirty})
-    fake_result(tmp_path / "results" / "train" / "run" / "metrics.csv", None)  # not required: the sidecars are
+    fake_result(tmp_path / "results" / "train" / "run" / "metrics.csv", {**provenance.current(), "commit": others,
+                                                                          "dirty": False})
+    for unrecorded in ("train/run/checkpoints/epoch1.pt", "train/run/progress.csv", "eval/run/hyp_epoch1.txt",
+                       "data/deen/train.src", "README.md"):  # what no command records: never asked for a record
+        (tmp_path / "results" / unrecorded).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "results" / unrecorded).write_text("x\n")
     return tmp_path
 
 
@@ -224,7 +230,21 @@ def test_a_demo_of_other_code_is_refused_unless_told_otherwise(tmp_path, commit,
     message = foreign_demo(demo, commit=OTHER_COMMIT)
     assert message.startswith(f"LNREPRO_DEMO_DIR={demo}: 1 result(s) not made by this checkout's clean commit 0123456789")
     assert why in message and "LNREPRO_DEMO_ANY_COMMIT=1" in message
-    assert foreign_demo(demo, commit=OTHER_COMMIT, any_commit=True) is None
+    # another commit's or edited code's demo may be checked anyway; one without a record may not
+    assert (foreign_demo(demo, commit=OTHER_COMMIT, any_commit=True) is None) == (commit is not None)
+
+
+def test_a_result_without_its_record_or_changed_is_refused_even_for_any_commit(tmp_path):
+    """A tampered bleu.csv whose .provenance.json was deleted passed LNREPRO_DEMO_DIR (issue 42)."""
+    demo = demo_dir(tmp_path, OTHER_COMMIT)
+    fake_result(demo / "results" / "eval" / "run" / "bleu.csv", None)  # its record deleted
+    metrics = demo / "results" / "train" / "run" / "metrics.csv"
+    metrics.write_text(metrics.read_text().replace("4.0", "3.0"))  # edited after it was recorded
+    for any_commit in (False, True):
+        message = foreign_demo(demo, commit=OTHER_COMMIT, any_commit=any_commit)
+        assert message.startswith(f"LNREPRO_DEMO_DIR={demo}: 2 result(s) not made by this checkout's clean commit")
+        assert "  results/eval/run/bleu.csv: no provenance" in message
+        assert f"  results/train/run/metrics.csv: {provenance.CHANGED}" in message
 
 
 # ---- which commands record -----------------------------------------------------------------------
@@ -240,7 +260,8 @@ def test_each_recording_commands_results_name_its_own_options(command):
 def test_the_end_to_end_tests_refuse_a_demo_of_another_commit(tmp_path):
     """The demo fixture itself, in a pytest of its own: a setup error naming the result, no build (the
     folder has no Snakefile either: were it not refused, snakemake would fail at once)."""
-    demo = demo_dir(tmp_path, "fedcba9876543210fedcba9876543210fedcba98")
+    demo = demo_dir(tmp_path, "fedcba9876543210fedcba9876543210fedcba98",
+                    others=provenance.source_state(ROOT / "src" / "lnrepro")["commit"])
     env = {**os.environ, "LNREPRO_DEMO_DIR": str(demo), "LNREPRO_DEMO_ANY_COMMIT": "0"}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            str(ROOT / "tests" / "test_workflow.py"), "-k", "test_nothing_to_do_after_the_demo"],

@@ -36,7 +36,10 @@ def foreign_demo(workdir, commit=None, any_commit=False):
     the end-to-end tests would otherwise pass on what older code made. any_commit (LNREPRO_DEMO_ANY_COMMIT=1)
     checks it anyway."""
     commit = commit or provenance.source_state(ROOT / "src" / "lnrepro")["commit"]
-    flagged = [] if any_commit else provenance.foreign_results(Path(workdir) / "results", commit, (DEMO_CHECKED,))
+    results = Path(workdir) / "results"
+    flagged = provenance.foreign_results(results, commit, (DEMO_CHECKED, *provenance.recorded_results(results)))
+    if any_commit:  # another commit's results, checked anyway: but none without its record or changed since
+        flagged = [(path, why) for path, why in flagged if why in (provenance.NO_PROVENANCE, provenance.CHANGED)]
     if not flagged:
         return None
     shown = [f"  {path.relative_to(workdir)}: {why}" for path, why in flagged[:10]]
@@ -44,7 +47,8 @@ def foreign_demo(workdir, commit=None, any_commit=False):
     return "\n".join([f"LNREPRO_DEMO_DIR={workdir}: {len(flagged)} result(s) not made by this checkout's clean "
                       f"commit {provenance.short(commit)}:", *shown, *more,
                       "Build the demo with this commit (leave LNREPRO_DEMO_DIR unset), or set "
-                      "LNREPRO_DEMO_ANY_COMMIT=1 to check it anyway."])
+                      "LNREPRO_DEMO_ANY_COMMIT=1 to check another commit's demo anyway (never one whose results "
+                      "lack their records or changed since)."])
 
 
 def quick_start_commands():

@@ -12,6 +12,7 @@ Dirty means a tracked file under src/, workflow/, config/ or the Snakefile diffe
 user's own config, whose values the settings digest covers) do not count.
 """
 import datetime
+import fnmatch
 import functools
 import hashlib
 import json
@@ -152,6 +153,21 @@ def concern(entry, commit, result=None):
     if entry.get("dirty") is not False:
         return DIRTY_TEXT
     return ""
+
+
+# What a results folder holds without a record of its own: checkpoints and hypotheses (their run's
+# metrics.csv and bleu.csv are recorded), a run's live progress and lock, the folder's README, the
+# records themselves; and prepared data (results/data/), which no command records yet
+UNRECORDED = ("*" + SIDECAR_SUFFIX, "*.pt", "hyp_*.txt", "progress.csv", ".lnrepro.lock", "README.md")
+
+
+def recorded_results(results_dir):
+    """Every file under results_dir (relative to it) that the command which wrote it records: a result
+    found there without its record was made, or changed, by something else."""
+    results_dir = Path(results_dir)
+    return sorted(p.relative_to(results_dir) for p in results_dir.rglob("*")
+                  if p.is_file() and p.relative_to(results_dir).parts[0] != "data"
+                  and not any(fnmatch.fnmatch(p.name, pattern) for pattern in UNRECORDED))
 
 
 def foreign_results(results_dir, commit, required=()):
