@@ -6,7 +6,7 @@ import os
 import jsonschema
 import yaml
 
-from lnrepro.pipeline.config_text import duplicate_key
+from lnrepro.pipeline.config_text import duplicate_key_error
 from lnrepro.settings import CLAIM_SCALE_WORDS
 
 
@@ -42,10 +42,9 @@ class Claims:
     def load_claims_file(self):
         """The papers' claims, validated against the schema's claims_file (an error names the key)."""
         path = os.path.join(self.workflow.basedir, self.CLAIMS_FILE)
-        twice = duplicate_key(path)
+        twice = duplicate_key_error(path, self.CLAIMS_FILE)
         if twice:
-            self.stop(f"{self.CLAIMS_FILE} line {twice[1]}: key '{twice[0]}' is given twice in one mapping; YAML would "
-                      "keep the last one silently: give it once")
+            self.stop(twice)
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f)
         with open(os.path.join(self.workflow.basedir, self.SCHEMA), encoding="utf-8") as f:

@@ -13,7 +13,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 import jsonschema
 
-from lnrepro.pipeline.config_text import duplicate_key, expanded_size, longest_text
+from lnrepro.pipeline.config_text import duplicate_key_error, expanded_size, longest_text
 from lnrepro.settings import CLEAN_DEFAULTS, LAUNCH_DEFAULTS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, RUN_VALUE_DEFAULTS, TRAIN_DEFAULTS, cli_flags, merged_run_settings
 
 
@@ -57,11 +57,16 @@ class Common:
         names = sorted(map(str, names))
         self.config_error(f"{where}: '{name}' is not {kind}{self.did_you_mean(name, names)}", [f"{section}: {self.some_names(name, names)}"])
 
+    def note(self, text):
+        """Said when the DAG is planned (a dry run too), once, by the main process: not an error."""
+        if self.workflow.is_main_process:
+            print(f"lnrepro: note: {text}", file=sys.stderr)
+
     def note_missing_input(self, key, path, consequence):
-        """A file or folder the user provides that is not there: said when the DAG is planned (a dry run
-        too), once, by the main process; the job that needs it fails later with the same advice."""
-        if self.workflow.is_main_process and not os.path.exists(path):
-            print(f"lnrepro: note: config {key}: '{path}' does not exist; {consequence}", file=sys.stderr)
+        """A file or folder the user provides that is not there; the job that needs it fails later with
+        the same advice."""
+        if not os.path.exists(path):
+            self.note(f"config {key}: '{path}' does not exist; {consequence}")
 
     def key_path(self, path):
         """['runs', 'x', 'norm'] -> 'runs.x.norm'; list indices as [i], the form config_error's messages use."""
@@ -116,11 +121,10 @@ class Common:
         """What YAML lets through silently, refused before anything walks the config (lnrepro.pipeline.
         config_text): a key given twice, aliases nested into an expansion no config needs, a huge text."""
         for path in getattr(self.workflow, "configfiles", []):  # a Pipeline built outside Snakemake has none
-            twice = duplicate_key(path)
+            shown = os.path.relpath(path)
+            twice = duplicate_key_error(path, path if shown.startswith("..") else shown)
             if twice:
-                shown = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
-                self.config_error(f"{shown} line {twice[1]}: key '{twice[0]}' is given twice in one mapping; YAML "
-                                  "would keep the last one silently: give it once")
+                self.config_error(twice)
         if expanded_size(self.config, self.MAX_CONFIG_VALUES) > self.MAX_CONFIG_VALUES:
             self.config_error(f"the config expands to over {self.MAX_CONFIG_VALUES:,} values (aliases repeated "
                               "inside aliases?); the papers' config has ~2,100: refused before anything reads it")

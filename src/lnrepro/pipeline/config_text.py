@@ -38,6 +38,13 @@ def duplicate_key(path):
     return None
 
 
+def duplicate_key_error(path, shown):
+    """The one-line error for a key given twice in the YAML file at path (named `shown`), or None."""
+    twice = duplicate_key(path)
+    return twice and (f"{shown} line {twice[1]}: key '{twice[0]}' is given twice in one mapping; YAML would keep "
+                      "the last one silently: give it once")
+
+
 def expanded_size(value, limit):
     """How many values the config holds once every alias is expanded where it is used, counted without
     expanding (each container's count is computed once); stops counting above limit."""

@@ -3,7 +3,6 @@ import functools
 import os
 import re
 import shlex
-import sys
 
 
 class Download:
@@ -57,17 +56,15 @@ class Download:
     def note_unverified_downloads(self):
         """Said when the DAG is planned, once, by the main process: downloads without a sha256 (used as
         fetched; each job then prints the sha256 to pin) and downloads over plain http."""
-        if not self.workflow.is_main_process:
-            return
         entries = list(self.download_entries())
         unpinned = [f"{key} {self.archive_name(a)}" for key, a in entries if not a.get("sha256")]
         plain = [f"{key} {a['url']}" for key, a in entries if a["url"].lower().startswith("http://")]
         if unpinned:
-            print(f"lnrepro: note: downloads without a sha256, used unverified ({len(unpinned)} of {len(entries)}; "
-                  f"each one's job prints the sha256 to pin): {'; '.join(unpinned)}", file=sys.stderr)
+            self.note(f"downloads without a sha256, used unverified ({len(unpinned)} of {len(entries)}; each one's job "
+                      f"prints the sha256 to pin): {'; '.join(unpinned)}")
         if plain:
-            print(f"lnrepro: note: downloads over plain http, which anyone on the path can change ({len(plain)}; "
-                  f"use https where the host serves it): {'; '.join(plain)}", file=sys.stderr)
+            self.note(f"downloads over plain http, which anyone on the path can change ({len(plain)}; use https "
+                      f"where the host serves it): {'; '.join(plain)}")
 
     def drop_dangling_links(self):
         """A link in resources/verified/ whose file was deleted from resources/downloads/ (to fetch it

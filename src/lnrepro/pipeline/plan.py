@@ -1,6 +1,5 @@
 """What plan.smk's rules ask of the config (parse time; no torch)."""
 import json
-import sys
 
 from lnrepro.analyses.plan import checkpoint_bytes, corpus_vocab, gb, translation_params
 from lnrepro.settings import PLAN_KEYS, cli_flags
@@ -14,7 +13,7 @@ class Plan:
 
     def note_far_out_values(self):
         """One note per value far outside the papers' (FAR_OUT), with what it costs where the plan can say."""
-        if not self.workflow.is_main_process:
+        if not self.workflow.is_main_process:  # every job parses the Snakefile again: no need to resolve each run there
             return
         keep = self.config.get("checkpoints", {}).get("keep", "all")
         for run in self.config["runs"]:
@@ -23,22 +22,18 @@ class Plan:
                 params = translation_params(s, corpus_vocab(self.corpus_cfg(s["corpus"]))[0])
                 per_epoch, last = checkpoint_bytes(params, s["optimizer"], s.get("momentum", 0.0))
                 disk = per_epoch * s["epochs"] + last if keep == "all" else last
-                self.note(f"runs.{run}.epochs: {s['epochs']:,}, over {self.FAR_OUT['epochs']:,} (the papers' longest "
+                self.note(f"config runs.{run}.epochs: {s['epochs']:,}, over {self.FAR_OUT['epochs']:,} (the papers' longest "
                           f"run trains 100): ~{gb(disk)} GB of its checkpoints under checkpoints.keep {keep}; "
                           f"`snakemake results/plan.md` prices every run")
         for name, c in self.config["corpora"].items():
             beam = c.get("decode", {}).get("beam", 0)
             if beam > self.FAR_OUT["beam"]:
-                self.note(f"corpora.{name}.decode.beam: {beam:,}, over {self.FAR_OUT['beam']} (the papers decode with "
+                self.note(f"config corpora.{name}.decode.beam: {beam:,}, over {self.FAR_OUT['beam']} (the papers decode with "
                           f"4-5): decoding's memory and time grow with it")
             n = c.get("generator", {}).get("n_train", 0) if c["source"] == "generated" else 0
             if n > self.FAR_OUT["n_train"]:
-                self.note(f"corpora.{name}.generator.n_train: {n:,}, over {self.FAR_OUT['n_train']:,} (WMT14 has ~4.5M "
+                self.note(f"config corpora.{name}.generator.n_train: {n:,}, over {self.FAR_OUT['n_train']:,} (WMT14 has ~4.5M "
                           f"pairs): the generator holds the corpus in memory")
-
-    def note(self, text):
-        print(f"lnrepro: note: config {text}", file=sys.stderr)
-
     def plan_settings(self, settings):
         """What the plan reads of a run's resolved settings (run_settings, bert_run_settings)."""
         return {k: v for k, v in settings.items() if k in PLAN_KEYS}
