@@ -81,8 +81,11 @@ def one_line_error(argv, capsys):
      "run the step that writes it first, e.g. via snakemake; an output, create its folder)"),
     # the workflow passes the spec as JSON text; a file name there was a JSONDecodeError's traceback
     (["figure", "--spec", "spec.json", "--pdf", "f.pdf", "--csv", "f.csv"],
-     "lnrepro figure: error: argument --spec: not JSON (Expecting value at char 0): give the JSON text itself, "
-     "not a file name: 'spec.json' (see lnrepro figure --help)"),
+     "lnrepro figure: error: argument --spec: not JSON (Expecting value at char 0): give the JSON text itself "
+     "or @FILE, not a file name: 'spec.json' (see lnrepro figure --help)"),
+    (["figure", "--spec", "@{tmp}/gone.json", "--pdf", "f.pdf", "--csv", "f.csv"],
+     "lnrepro figure: error: argument --spec: @{tmp}/gone.json: No such file or directory (a long spec the "
+     "workflow wrote when it planned the job: plan it again) (see lnrepro figure --help)"),
     (["figure", "--spec", '{"title": "t"}', "--pdf", "f.pdf", "--csv", "f.csv"],  # was a KeyError: 'panels'
      "lnrepro figure: error: argument --spec: the JSON object has no 'panels', 'run_settings' "
      "(needs title, panels, run_settings) (see lnrepro figure --help)"),
@@ -94,7 +97,7 @@ def one_line_error(argv, capsys):
     (["finetune", "--checkpoint", "run/last.pt", "--data", "d", "--task", "rte", "--out", "o"],  # was int('last')
      "lnrepro finetune: error: argument --checkpoint: 'run/last.pt' is not a round checkpoint (checkpoints/epochN.pt) "
      "(see lnrepro finetune --help)"),
-], ids=["figure_without_metrics", "train_without_data", "spec_not_json", "spec_without_panels", "bool_typo",
+], ids=["figure_without_metrics", "train_without_data", "spec_not_json", "spec_file_missing", "spec_without_panels", "bool_typo",
         "table1_without_vanishing", "finetune_not_a_round"])
 def test_a_missing_or_wrong_input_is_one_line(argv, message, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]

@@ -1,6 +1,8 @@
 """Every error a user meets before any job runs is one line, then a few of detail (issue 31): a name
 the config looks up and lacks (with the closest one), a default config that is not there, a target
 this config cannot make. Dry runs of the real workflow in a scratch copy, a few seconds each."""
+import json
+import os
 import re
 
 import pytest
@@ -216,6 +218,38 @@ def test_a_huge_text_is_refused_naming_its_key(tmp_path):
     lines = failed_lines(snakemake(tmp_path, "-n", "--configfile", edited_config(tmp_path, edit), check=False))
     assert lines == ["config: figures.fig2.paper: a text of 200,000 characters, over the 4,000 any setting needs "
                      "(config text travels in job commands and the report)"], lines
+
+
+def test_a_spec_over_the_argument_limit_travels_by_file(tmp_path):
+    """Linux caps one argument at 128 KiB and a job's shell command is one: 1,000 more runs made the
+    plan's --spec ~700 KB, and its job failed with "Argument list too long". Now it goes by file."""
+    workflow_copy(tmp_path)
+
+    def edit(cfg):
+        for i in range(1000):
+            cfg["runs"][f"extra_{i:04d}"] = {**cfg["runs"]["adam_1e-3_nowarm"], "lr": 1e-3 + i * 1e-6}
+    snakemake(tmp_path, "results/plan.csv", "--configfile", edited_config(tmp_path, edit), "--cores", "1")
+    specs = list((tmp_path / ".snakemake" / "lnrepro" / "specs").glob("*.json"))
+    assert len(specs) == 1 and specs[0].stat().st_size > 128 * 1024
+    planned = [row.split(",")[1] for row in (tmp_path / "results" / "plan.csv").read_text().splitlines()
+               if row.startswith("run,")]
+    demo_runs = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())["runs"]
+    assert {f"extra_{i:04d}" for i in range(1000)} | set(demo_runs) <= set(planned)
+
+
+def test_a_long_spec_is_a_file_named_by_its_content(tmp_path):
+    from lnrepro.args import json_object
+    from lnrepro.pipeline.spec_argument import INLINE_MAX, spec_argument
+    assert spec_argument({"b": 1, "a": [2]}, tmp_path) == '{"a": [2], "b": 1}'  # short: the text, keys sorted
+    long = {"runs": {f"r{i}": {"lr": i} for i in range(INLINE_MAX // 10)}}
+    arg = spec_argument(long, tmp_path)
+    assert arg.startswith(f"@{tmp_path}/") and spec_argument(dict(reversed(long.items())), tmp_path) == arg
+    assert json.loads(json_object("runs")(arg)) == long  # what the command reads: the same spec
+    path = arg[1:]
+    with open(path, "w") as f:
+        f.write('{"runs": {}}')  # edited since: written again when the job is planned
+    assert spec_argument(long, tmp_path) == arg and json.loads(open(path).read()) == long
+    assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(path)]  # no temporary file left
 
 
 def test_config_text_checks_count_without_expanding():

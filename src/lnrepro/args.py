@@ -19,15 +19,18 @@ def str2bool(text):
 
 
 def json_object(*required):
-    """An argparse type: a JSON object (the workflow's --spec) holding the keys `required`; a typo,
-    e.g. a file name where the JSON text belongs, is named here instead of a KeyError deep inside.
-    It returns the text as given: run() parses it, also when a test calls run() with a Namespace."""
+    """An argparse type: a JSON object (the workflow's --spec) holding the keys `required`, given as
+    the text itself or as @FILE (the workflow passes a long one so: lnrepro.pipeline.spec_argument);
+    a typo, e.g. a file name without its @, is named here instead of a KeyError deep inside.
+    It returns the JSON text: run() parses it, also when a test calls run() with a Namespace."""
     def parse(text):
+        if text.startswith("@"):
+            text = read_text_file(text[1:])
         try:
             value = json.loads(text)
         except json.JSONDecodeError as e:
-            raise argparse.ArgumentTypeError(f"not JSON ({e.msg} at char {e.pos}): give the JSON text itself, "
-                                             f"not a file name: {text[:60]!r}") from None
+            raise argparse.ArgumentTypeError(f"not JSON ({e.msg} at char {e.pos}): give the JSON text itself "
+                                             f"or @FILE, not a file name: {text[:60]!r}") from None
         if not isinstance(value, dict):
             raise argparse.ArgumentTypeError(f"a JSON object {{...}} is needed, not {type(value).__name__}")
         missing = [k for k in required if k not in value]
@@ -37,6 +40,17 @@ def json_object(*required):
         return text
     parse.__name__ = "JSON"  # argparse names the type in its messages
     return parse
+
+
+def read_text_file(path):
+    """A file's text for an argument given as @FILE; a missing or unreadable one is argparse's one line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise argparse.ArgumentTypeError(f"@{path}: {reason} (a long spec the workflow wrote when it planned "
+                                         f"the job: plan it again)") from None
 
 
 def add_scale_note_argument(p):

@@ -1,7 +1,7 @@
 """What admin.smk's rules ask of the config (parse time; no torch)."""
-import json
 import shlex
 
+from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import ADMIN_PROBE_KEYS, DEPENDENCY_KEYS, RUN_VALUE_DEFAULTS, UPDATE_NORM_KEYS, cli_flags, picked_flags
 
 
@@ -183,7 +183,7 @@ class Admin:
                 "average_last": {run: self.averaged_checkpoints(run) for run in runs}}
         if "converged_below" in self.admin_cfg():
             spec["converged_below"] = self.admin_cfg()["converged_below"]
-        return json.dumps(spec, sort_keys=True)
+        return spec_argument(spec)
 
     def table1_inputs(self, wildcards):
         return {**self.table_inputs("table1"), "vanishing": "results/figures/liu_fig5_vanishing.csv"}
@@ -230,7 +230,7 @@ class Admin:
         """The figure's title and its runs' settings: what rebuilds each run's model at init."""
         fig = self.dependency_cfg(wildcards)
         runs = {run: {k: v for k, v in self.run_settings(run).items() if k in DEPENDENCY_KEYS} for run in fig["runs"]}
-        return json.dumps({"title": fig["title"], "runs": runs}, sort_keys=True)
+        return spec_argument({"title": fig["title"], "runs": runs})
 
     def update_norms_cfg(self, wildcards):
         return self.figure_cfg("update_norms", wildcards.unfig)
@@ -246,5 +246,5 @@ class Admin:
     def update_norms_spec(self, wildcards):
         fig = self.update_norms_cfg(wildcards)
         runs = {run: {k: self.run_value(run, k) for k in UPDATE_NORM_KEYS} for run in fig["runs"]}
-        return json.dumps({"title": fig["title"], "batches": fig.get("batches", 8), "epochs": fig.get("epochs"),
-                           "runs": runs}, sort_keys=True)
+        return spec_argument({"title": fig["title"], "batches": fig.get("batches", 8), "epochs": fig.get("epochs"),
+                              "runs": runs})

@@ -1,6 +1,6 @@
 """What bert.smk's rules ask of the config (parse time; no torch)."""
-import json
 
+from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import BERT_RUN_ONLY_KEYS, PRETRAIN_DEFAULTS, launched_trainer_flags
 
 
@@ -98,4 +98,4 @@ class Bert:
     def fig5_spec(self, wildcards):
         spec = dict(self.bert_section()["fig5"])
         spec["run_settings"] = {run: self.bert_run_settings(run) for run in spec["runs"]}
-        return json.dumps(spec, sort_keys=True)
+        return spec_argument(spec)

@@ -1,12 +1,12 @@
 """What claims.smk's rules ask of the config (parse time; no torch)."""
 import functools
-import json
 import os
 
 import jsonschema
 import yaml
 
 from lnrepro.pipeline.config_text import duplicate_key_error
+from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import CLAIM_SCALE_WORDS
 
 
@@ -125,7 +125,7 @@ class Claims:
 
     def claims_spec(self, wildcards):
         """Key order does not matter (the table groups rows by figure), so reordering the config reruns nothing."""
-        return json.dumps(self.measured_claims(), sort_keys=True)
+        return spec_argument(self.measured_claims())
 
     def claims_inputs(self, wildcards):
         """Only what the claims read where this config defines it: runs' metrics (and BLEU), results tables."""

@@ -1,7 +1,8 @@
 """What figures.smk's rules ask of the config (parse time; no torch)."""
-import json
 
 from snakemake.io import expand
+
+from lnrepro.pipeline.spec_argument import spec_argument
 
 
 class Figures:
@@ -25,4 +26,4 @@ class Figures:
         """The figure's panels plus the settings of the runs it draws (for legends)."""
         spec = dict(self.config["figures"][wildcards.fig])
         spec["run_settings"] = {run: self.run_settings(run) for run in self.figure_runs(wildcards.fig)}
-        return json.dumps(spec, sort_keys=True)
+        return spec_argument(spec)

@@ -1,7 +1,7 @@
 """What plan.smk's rules ask of the config (parse time; no torch)."""
-import json
 
 from lnrepro.analyses.plan import checkpoint_bytes, corpus_vocab, gb, translation_params
+from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import PLAN_KEYS, cli_flags
 
 
@@ -64,17 +64,16 @@ class Plan:
                 "max_round_updates": cap.get("bert_round_updates", 0)}
 
     def plan_spec(self, wildcards):
-        return json.dumps({"runs": {run: self.plan_run(run) for run in self.config["runs"]},
-                           "corpora": self.config["corpora"], "groups": self.plan_groups(),
-                           "dicts": {corpus: self.bin_files(corpus)["dict"] for corpus in self.config["corpora"]},
-                           "bert": {"runs": {run: self.plan_bert_run(run) for run in self.bert_runs()},
-                                    "corpora": self.config.get("bert_corpora", {}), "finetune": self.bert_section().get("finetune"),
-                                    "tasks": self.bert_section().get("fig5", {}).get("tasks", []),
-                                    "finetune_rounds": {run: len(self.finetuned_rounds(run)) for run in self.bert_runs()},
-                                    "finetune_updates": self.training_cap().get("finetune_updates", 0)},
-                           "checkpoints": {"keep": self.config.get("checkpoints", {}).get("keep", "all"),
-                                           "needs": {run: self.checkpoint_needs(run) for run in self.checkpoint_readers()}}},
-                          sort_keys=True)
+        return spec_argument({"runs": {run: self.plan_run(run) for run in self.config["runs"]},
+                               "corpora": self.config["corpora"], "groups": self.plan_groups(),
+                               "dicts": {corpus: self.bin_files(corpus)["dict"] for corpus in self.config["corpora"]},
+                               "bert": {"runs": {run: self.plan_bert_run(run) for run in self.bert_runs()},
+                                        "corpora": self.config.get("bert_corpora", {}), "finetune": self.bert_section().get("finetune"),
+                                        "tasks": self.bert_section().get("fig5", {}).get("tasks", []),
+                                        "finetune_rounds": {run: len(self.finetuned_rounds(run)) for run in self.bert_runs()},
+                                        "finetune_updates": self.training_cap().get("finetune_updates", 0)},
+                               "checkpoints": {"keep": self.config.get("checkpoints", {}).get("keep", "all"),
+                                               "needs": {run: self.checkpoint_needs(run) for run in self.checkpoint_readers()}}})
 
     def throughput_flags(self, wildcards):
         """The config's `plan:` throughput; lnrepro plan's own defaults (an H100 at 30% MFU) for a key it leaves out."""

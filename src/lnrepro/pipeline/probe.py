@@ -1,8 +1,8 @@
 """What probe.smk's rules ask of the config (parse time; no torch)."""
-import json
 
 from snakemake.io import expand
 
+from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import PROBE_KEYS, TRAIN_DEFAULTS, WARMUP_PROBE_KEYS, cli_flags, picked_flags
 
 
@@ -75,4 +75,4 @@ class Probe:
 
     def gradient_figure_spec(self, wildcards):
         p = self.probe_cfg()
-        return json.dumps({"title": p["title"], "panel_layers": self.probed_depth()}, sort_keys=True)
+        return spec_argument({"title": p["title"], "panel_layers": self.probed_depth()})
