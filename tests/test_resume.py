@@ -65,3 +65,5 @@ def test_a_rerun_on_the_same_data_resumes(built):
     log, _ = build(workdir, cfg)
     assert "resuming after epoch 2" in log and "starting afresh" not in log
     pd.testing.assert_frame_equal(before, pd.read_csv(workdir / METRICS))
+    previous = (workdir / "logs" / "train" / f"{RUN}.log.previous").read_text()  # the run before, kept
+    assert "epoch 2/2 done" in previous and "resuming" not in previous, previous

@@ -26,7 +26,7 @@ rule gradient_vanishing:
     benchmark:
         "benchmarks/admin/liu_fig5.tsv"
     shell:
-        "lnrepro gradient-vanishing {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
+        "keep_previous_log {log}; lnrepro gradient-vanishing {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
         " --summary {output.summary} {params.scale_note} > {log} 2>&1"
 
 
@@ -50,7 +50,7 @@ rule output_change:
     benchmark:
         "benchmarks/admin/liu_fig2.tsv"
     shell:
-        "lnrepro output-change {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
+        "keep_previous_log {log}; lnrepro output-change {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
         " --fits {output.fits} {params.scale_note} > {log} 2>&1"
 
 
@@ -67,7 +67,7 @@ rule admin_table1:
     log:
         "logs/admin/admin_table1.log",
     shell:
-        "lnrepro admin-tables --table 1 --spec {params.spec:q} --runs-dir results --vanishing {input.vanishing}"
+        "keep_previous_log {log}; lnrepro admin-tables --table 1 --spec {params.spec:q} --runs-dir results --vanishing {input.vanishing}"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
@@ -84,7 +84,7 @@ rule admin_table2:
     log:
         "logs/admin/admin_table2.log",
     shell:
-        "lnrepro admin-tables --table 2 --spec {params.spec:q} --runs-dir results"
+        "keep_previous_log {log}; lnrepro admin-tables --table 2 --spec {params.spec:q} --runs-dir results"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
@@ -103,7 +103,7 @@ rule lr_grid:
     log:
         "logs/admin/liu_fig10.log",
     shell:
-        "lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv}"
+        "keep_previous_log {log}; lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv}"
         " {params.scale_note} > {log} 2>&1"
 
 
@@ -131,7 +131,7 @@ rule layer_dependency:
     benchmark:
         "benchmarks/admin/liu_{ldfig}.tsv"
     shell:
-        "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
+        "keep_previous_log {log}; lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
         " --threads {threads} --pdf {output.pdf} --csv {output.csv} {params.scale_note} > {log} 2>&1"
 
 
@@ -160,6 +160,6 @@ rule update_norms:
     benchmark:
         "benchmarks/admin/liu_{unfig}.tsv"
     shell:
-        "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
+        "keep_previous_log {log}; lnrepro update-norms --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
         " --threads {threads} --pdf {output.pdf} --csv {output.csv} --summary {output.summary} {params.scale_note}"
         " > {log} 2>&1"

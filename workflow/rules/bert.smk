@@ -32,7 +32,7 @@ checkpoint pretrain:
     benchmark:
         "benchmarks/pretrain/{run}.tsv"
     shell:
-        "exec lnrepro pretrain --data {params.data_dir} --out results/pretrain/{wildcards.run} {params.flags}"
+        "keep_previous_log {log}; exec lnrepro pretrain --data {params.data_dir} --out results/pretrain/{wildcards.run} {params.flags}"
         " --threads {threads} > {log} 2>&1"
 
 
@@ -60,7 +60,7 @@ rule finetune:
     benchmark:
         "benchmarks/finetune/{run}/{task}/round{round}.tsv"
     shell:
-        "lnrepro finetune --checkpoint results/pretrain/{wildcards.run}/checkpoints/epoch{wildcards.round}.pt"
+        "keep_previous_log {log}; lnrepro finetune --checkpoint results/pretrain/{wildcards.run}/checkpoints/epoch{wildcards.round}.pt"
         " --metrics {input.metrics} --data results/data/glue/{wildcards.task}/bin --task {wildcards.task}"
         " {params.flags} --threads {threads} --out {output.runs} > {log} 2>&1"
 
@@ -81,4 +81,4 @@ rule plot_fig5:
     log:
         "logs/figures/fig5.log",
     shell:
-        "lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf} --csv {output.csv} {params.scale_note} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf} --csv {output.csv} {params.scale_note} > {log} 2>&1"

@@ -20,5 +20,5 @@ rule check_claims:
     log:
         "logs/claims/check_claims.log",
     shell:
-        "lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables} {params.capped}"
+        "keep_previous_log {log}; lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables} {params.capped}"
         " --csv {output.csv} --md {output.md} --provenance-csv {output.provenance} > {log} 2>&1"

@@ -33,7 +33,7 @@ rule generate_corpus:
     log:
         "logs/data/{corpus}/generate.log",
     shell:
-        "lnrepro generate {params.flags} --out-dir {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro generate {params.flags} --out-dir {output} > {log} 2>&1"
 
 
 rule prepare_iwslt14:
@@ -53,7 +53,7 @@ rule prepare_iwslt14:
     log:
         "logs/data/{corpus}/prepare_iwslt14.log",
     shell:
-        "lnrepro prepare-iwslt14 --roots {input} {params.langs} --out-dir {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro prepare-iwslt14 --roots {input} {params.langs} --out-dir {output} > {log} 2>&1"
 
 
 rule prepare_wmt14:
@@ -75,7 +75,7 @@ rule prepare_wmt14:
     benchmark:
         "benchmarks/data/{corpus}/prepare_wmt14.tsv"
     shell:
-        "lnrepro prepare-wmt14 --roots {input} {params.flags} --out-dir {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro prepare-wmt14 --roots {input} {params.flags} --out-dir {output} > {log} 2>&1"
 
 
 rule prepare_local:
@@ -95,7 +95,7 @@ rule prepare_local:
     log:
         "logs/data/{corpus}/prepare_local.log",
     shell:
-        "lnrepro prepare-local {params.flags} --out-dir {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro prepare-local {params.flags} --out-dir {output} > {log} 2>&1"
 
 
 rule copy_tokenized:
@@ -116,7 +116,7 @@ rule copy_tokenized:
     log:
         "logs/data/{corpus}/copy_tokenized.{split}.{side}.log",
     shell:
-        "lnrepro copy-text --input {params.raw} --output {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro copy-text --input {params.raw} --output {output} > {log} 2>&1"
 
 
 rule tokenize:
@@ -141,7 +141,7 @@ rule tokenize:
     benchmark:
         "benchmarks/data/{corpus}/tokenize{file}.tsv"
     shell:
-        "lnrepro tokenize {params.flags} --threads {threads} --input {params.text} --output {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro tokenize {params.flags} --threads {threads} --input {params.text} --output {output} > {log} 2>&1"
 
 
 rule clean_corpus:
@@ -161,7 +161,7 @@ rule clean_corpus:
     log:
         "logs/data/{corpus}/clean.log",
     shell:
-        "lnrepro clean {params.flags} --src-in {input.src} --tgt-in {input.tgt}"
+        "keep_previous_log {log}; lnrepro clean {params.flags} --src-in {input.src} --tgt-in {input.tgt}"
         " --src-out {output.src} --tgt-out {output.tgt} > {log} 2>&1"
 
 
@@ -182,7 +182,7 @@ rule lowercase:
     log:
         "logs/data/{corpus}/lowercase.{part}.{side}.log",
     shell:
-        "lnrepro lowercase {params.flag} --input {input} --output {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro lowercase {params.flag} --input {input} --output {output} > {log} 2>&1"
 
 
 rule split_valid:
@@ -206,7 +206,7 @@ rule split_valid:
     log:
         "logs/data/{corpus}/split_valid.log",
     shell:
-        "lnrepro split-valid --every {params.every} --inputs {input.src} {input.tgt}"
+        "keep_previous_log {log}; lnrepro split-valid --every {params.every} --inputs {input.src} {input.tgt}"
         " --train-outputs {output.train_src} {output.train_tgt}"
         " --valid-outputs {output.valid_src} {output.valid_tgt} > {log} 2>&1"
 
@@ -228,7 +228,7 @@ rule bpe_learn:
     benchmark:
         "benchmarks/data/{corpus}/bpe{merges}.learn.tsv"
     shell:
-        "lnrepro bpe-learn --inputs {input} --merges {wildcards.merges} --codes {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro bpe-learn --inputs {input} --merges {wildcards.merges} --codes {output} > {log} 2>&1"
 
 
 rule bpe_apply:
@@ -252,7 +252,7 @@ rule bpe_apply:
     benchmark:
         "benchmarks/data/{corpus}/bpe{merges}.apply.{split}.{side}.tsv"
     shell:
-        "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
 
 
 rule bpe_apply_uncleaned:
@@ -273,7 +273,7 @@ rule bpe_apply_uncleaned:
     log:
         "logs/data/{corpus}/bpe{merges}.apply.uncleaned.{split}.{side}.log",
     shell:
-        "lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro bpe-apply --codes {input.codes} --threads {threads} --input {input.text} --output {output} > {log} 2>&1"
 
 
 rule clean_bpe:
@@ -296,7 +296,7 @@ rule clean_bpe:
     log:
         "logs/data/{corpus}/bpe{merges}.clean.{split}.log",
     shell:
-        "lnrepro clean {params.flags} --src-in {input.src} --tgt-in {input.tgt}"
+        "keep_previous_log {log}; lnrepro clean {params.flags} --src-in {input.src} --tgt-in {input.tgt}"
         " --src-out {output.src} --tgt-out {output.tgt} > {log} 2>&1"
 
 
@@ -315,7 +315,7 @@ rule check_counts:
     log:
         "logs/data/{corpus}/bpe{merges}.counts.log",
     shell:
-        "lnrepro check-counts {params.flags} --out {output} --log {log}"
+        "keep_previous_log {log}; lnrepro check-counts {params.flags} --out {output} --log {log}"
 
 
 rule binarize:
@@ -334,6 +334,6 @@ rule binarize:
     log:
         "logs/data/{corpus}/bpe{merges}.binarize.log",
     shell:
-        "lnrepro binarize --src-lang src --tgt-lang tgt --train-prefix {params.prefix}/train"
+        "keep_previous_log {log}; lnrepro binarize --src-lang src --tgt-lang tgt --train-prefix {params.prefix}/train"
         " --splits train valid test --prefixes {params.prefix}/train {params.prefix}/valid {params.prefix}/test"
         " --out-dir {params.prefix}/bin --dict-out {output.dict} > {log} 2>&1"

@@ -25,7 +25,7 @@ rule download_archive:
     log:
         "logs/download/{archive}.log",
     shell:
-        "lnrepro download {params.flags} --out {params.file} --link {output} --log {log}"
+        "keep_previous_log {log}; lnrepro download {params.flags} --out {params.file} --link {output} --log {log}"
 
 
 rule extract_archive:
@@ -45,4 +45,4 @@ rule extract_archive:
     log:
         "logs/download/{unpacked}.extract.log",
     shell:
-        "lnrepro extract --archive {input} --out {output} {params.flags} --log {log}"
+        "keep_previous_log {log}; lnrepro extract --archive {input} --out {output} {params.flags} --log {log}"

@@ -24,7 +24,7 @@ rule evaluate:
     benchmark:
         "benchmarks/eval/{run}.tsv"
     shell:
-        "lnrepro evaluate --metrics {input.metrics} --data {params.data_dir} --reference {input.reference}"
+        "keep_previous_log {log}; lnrepro evaluate --metrics {input.metrics} --data {params.data_dir} --reference {input.reference}"
         " {params.flags} --threads {threads} --out {output} > {log} 2>&1"
 
 
@@ -55,5 +55,5 @@ rule evaluate_averaged:
     benchmark:
         "benchmarks/eval/{run}_avg{n}.tsv"
     shell:
-        "lnrepro evaluate --metrics {input.metrics} --data {params.data_dir} --reference {input.reference}"
+        "keep_previous_log {log}; lnrepro evaluate --metrics {input.metrics} --data {params.data_dir} --reference {input.reference}"
         " {params.flags} {params.average} --threads {threads} --out {output} > {log} 2>&1"

@@ -19,5 +19,5 @@ rule plot_figure:
     log:
         "logs/figures/{fig}.log",
     shell:
-        "lnrepro figure --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv}"
+        "keep_previous_log {log}; lnrepro figure --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv}"
         " --summary {output.summary} {params.scale_note} > {log} 2>&1"

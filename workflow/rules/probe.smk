@@ -23,7 +23,7 @@ rule probe_gradients:
     benchmark:
         "benchmarks/probe/init/{norm}_{layers}L.tsv"
     shell:
-        "lnrepro probe-gradients --data {params.data_dir} --norm {wildcards.norm} --layers {wildcards.layers}"
+        "keep_previous_log {log}; lnrepro probe-gradients --data {params.data_dir} --norm {wildcards.norm} --layers {wildcards.layers}"
         " {params.flags} --threads {threads} --grads-out {output.grads}"
         " --concentration-out {output.concentration} > {log} 2>&1"
 
@@ -46,7 +46,7 @@ rule probe_after_warmup:
     benchmark:
         "benchmarks/probe/after_warmup/{run}.tsv"
     shell:
-        "lnrepro probe-gradients --data {params.data_dir} --checkpoint-metrics {input.metrics}"
+        "keep_previous_log {log}; lnrepro probe-gradients --data {params.data_dir} --checkpoint-metrics {input.metrics}"
         " {params.flags} --threads {threads} --grads-out {output.grads}"
         " --concentration-out {output.concentration} > {log} 2>&1"
 
@@ -68,5 +68,5 @@ rule plot_gradient_norms:
     log:
         "logs/figures/fig3.log",
     shell:
-        "lnrepro plot-gradients --spec {params.spec:q} --grads {input.grads} --concentration {input.concentration}"
+        "keep_previous_log {log}; lnrepro plot-gradients --spec {params.spec:q} --grads {input.grads} --concentration {input.concentration}"
         " --pdf {output.pdf} --csv {output.csv} --summary {output.summary} {params.scale_note} > {log} 2>&1"

@@ -22,4 +22,4 @@ rule retain_checkpoints:
     log:
         "logs/retain/{stage}/{run}.log",
     shell:
-        "lnrepro retain --metrics {input.metrics} --needs {params.needs:q} --manifest {output} > {log} 2>&1"
+        "keep_previous_log {log}; lnrepro retain --metrics {input.metrics} --needs {params.needs:q} --manifest {output} > {log} 2>&1"

@@ -20,5 +20,5 @@ rule check_theory:
     benchmark:
         "benchmarks/theory/check_theory.tsv"
     shell:
-        "lnrepro theory {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
+        "keep_previous_log {log}; lnrepro theory {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
         " --checks {output.checks} {params.scale_note} > {log} 2>&1"

@@ -32,7 +32,7 @@ checkpoint train:
     benchmark:
         "benchmarks/train/{run}.tsv"
     shell:
-        "exec lnrepro train --data {params.data_dir} --out results/train/{wildcards.run} {params.flags}"
+        "keep_previous_log {log}; exec lnrepro train --data {params.data_dir} --out results/train/{wildcards.run} {params.flags}"
         " --threads {threads} > {log} 2>&1"
 
 
@@ -50,5 +50,5 @@ rule admin_profile:
     log:
         "logs/admin/{run}.log",
     shell:
-        "lnrepro admin-profile --data {params.data_dir} {params.flags} --out results/admin/{wildcards.run}"
+        "keep_previous_log {log}; lnrepro admin-profile --data {params.data_dir} {params.flags} --out results/admin/{wildcards.run}"
         " --method {params.method} --omega-out {output} > {log} 2>&1"
