@@ -209,8 +209,8 @@ def demo_dir(tmp_path, commit, dirty=False, others=OTHER_COMMIT):
                 {**provenance.current(), "commit": commit, "dirty": dirty})
     fake_result(tmp_path / "results" / "train" / "run" / "metrics.csv", {**provenance.current(), "commit": others,
                                                                           "dirty": False})
-    for unrecorded in ("train/run/checkpoints/epoch1.pt", "train/run/progress.csv", "eval/run/hyp_epoch1.txt",
-                       "data/deen/train.src", "README.md"):  # what no command records: never asked for a record
+    for unrecorded in ("train/run/checkpoints/epoch1.pt", "train/run/progress.csv", "data/deen/train.src",
+                       "README.md"):  # what no command records: never asked for a record
         (tmp_path / "results" / unrecorded).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "results" / unrecorded).write_text("x\n")
     return tmp_path
@@ -240,11 +240,66 @@ def test_a_result_without_its_record_or_changed_is_refused_even_for_any_commit(t
     fake_result(demo / "results" / "eval" / "run" / "bleu.csv", None)  # its record deleted
     metrics = demo / "results" / "train" / "run" / "metrics.csv"
     metrics.write_text(metrics.read_text().replace("4.0", "3.0"))  # edited after it was recorded
+    hyp = demo / "results" / "eval" / "run" / "hyp_epoch1.txt"
+    fake_result(hyp, {**provenance.current(), "commit": OTHER_COMMIT, "dirty": False})
+    hyp.unlink()  # deleted after it was recorded
     for any_commit in (False, True):
         message = foreign_demo(demo, commit=OTHER_COMMIT, any_commit=any_commit)
-        assert message.startswith(f"LNREPRO_DEMO_DIR={demo}: 2 result(s) not made by this checkout's clean commit")
+        assert message.startswith(f"LNREPRO_DEMO_DIR={demo}: 3 result(s) not made by this checkout's clean commit")
         assert "  results/eval/run/bleu.csv: no provenance" in message
+        assert f"  results/eval/run/hyp_epoch1.txt: {provenance.DELETED}" in message
         assert f"  results/train/run/metrics.csv: {provenance.CHANGED}" in message
+
+
+# ---- what a figure or table was drawn from, and the hypotheses beside a BLEU table ------------------
+def test_evaluation_records_its_hypotheses_and_removes_its_stale_ones(trained, toy_data, tmp_path):
+    """Retraining with fewer epochs left the old hyp_epoch*.txt beside the new table (issue 42)."""
+    run, _ = trained
+    folder = tmp_path / "eval"
+    stale, other = folder / "hyp_epoch7.txt", folder / "hyp_avg1_epoch3.txt"  # the latter: another job's
+    for path in (stale, other):
+        fake_result(path, {**provenance.current(), "command": "evaluate"})
+    evaluate(toy_data, run, folder / "bleu.csv")
+    assert not stale.exists() and not provenance.sidecar_path(stale).exists()
+    assert other.exists() and provenance.sidecar_path(other).exists()
+    hyp = folder / "hyp_epoch1.txt"
+    entry = provenance.read(hyp)
+    assert entry["command"] == "evaluate" and entry["result_sha256"] == provenance.file_digest(hyp)
+    assert len(hyp.read_text().splitlines()) == len((toy_data / "test.ref").read_text().splitlines())
+
+
+def test_a_figure_drawn_from_an_unrecorded_or_edited_result_says_so(trained, tmp_path):
+    """A figure redrew a hand-edited metrics.csv without a mark (issue 42): now its title and log say so."""
+    run, entry = trained
+    for name in ("unrecorded", "edited", "recorded"):
+        copy = tmp_path / "results" / "train" / name / "metrics.csv"
+        copy.parent.mkdir(parents=True)
+        copy.write_bytes((run / "metrics.csv").read_bytes())
+        if name != "unrecorded":
+            provenance.write_sidecars([copy], entry)
+    edited = tmp_path / "results" / "train" / "edited" / "metrics.csv"
+    edited.write_text(edited.read_text() + "\n")
+    spec = {"title": "t", "panels": [{"title": "p", "metric": "valid_loss", "runs": ["unrecorded", "edited", "recorded"]}],
+            "run_settings": {}}
+    proc = subprocess.run([sys.executable, "-m", "lnrepro.cli", "figure", "--spec", json.dumps(spec), "--runs-dir",
+                           "results", "--pdf", "f.pdf", "--csv", "f.csv"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning: drawn from")]
+    assert warnings == ["warning: drawn from results/train/edited/metrics.csv: " + provenance.CHANGED,
+                        "warning: drawn from results/train/unrecorded/metrics.csv: no provenance"], proc.stderr
+    assert provenance.read(tmp_path / "f.pdf")["command"] == "figure"
+
+
+def test_the_mark_stands_under_the_figures_title(tmp_path, monkeypatch):
+    from lnrepro.analyses.plotting import plt, save_figure
+    result = tmp_path / "results" / "eval" / "run" / "bleu.csv"
+    fake_result(result, None)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(provenance, "_inputs_read", {str(result)})  # what watch_reads() noted
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    save_figure(fig, "Title", tmp_path / "f.pdf", mark="DEMO SCALE")
+    assert fig._suptitle.get_text() == "Title\nDEMO SCALE\nUNRECORDED INPUT (1): results/eval/run/bleu.csv: no provenance"
 
 
 # ---- which commands record -----------------------------------------------------------------------

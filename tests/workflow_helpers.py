@@ -39,7 +39,8 @@ def foreign_demo(workdir, commit=None, any_commit=False):
     results = Path(workdir) / "results"
     flagged = provenance.foreign_results(results, commit, (DEMO_CHECKED, *provenance.recorded_results(results)))
     if any_commit:  # another commit's results, checked anyway: but none without its record or changed since
-        flagged = [(path, why) for path, why in flagged if why in (provenance.NO_PROVENANCE, provenance.CHANGED)]
+        flagged = [(path, why) for path, why in flagged
+                   if why in (provenance.NO_PROVENANCE, provenance.CHANGED, provenance.DELETED, provenance.MISSING)]
     if not flagged:
         return None
     shown = [f"  {path.relative_to(workdir)}: {why}" for path, why in flagged[:10]]

@@ -72,7 +72,8 @@ RESULTS = {
     "train": ("{out}/metrics.csv",),
     "pretrain": ("{out}/metrics.csv",),
     "finetune": ("{out}", lambda args: importlib.import_module("lnrepro.training.finetune").summary_of(args.out)),
-    "evaluate": ("{out}",),
+    "evaluate": ("{out}", lambda args: importlib.import_module("lnrepro.training.evaluate").own_hypotheses(
+        Path(args.out).parent, args.average_last)),
     "figure": ("{pdf}", "{csv}", "{summary}"),
     "figure5": ("{pdf}", "{csv}"),
     "probe-gradients": ("{grads_out}", "{concentration_out}"),
@@ -86,6 +87,10 @@ RESULTS = {
     "admin-tables": ("{csv}", "{md}"),
     "lr-grid": ("{pdf}", "{csv}"),
 }
+
+# The commands that draw a figure or table from results: each marks the inputs it read that have no
+# record or changed since theirs (lnrepro.core.provenance.watch_reads); the claims table lists its own.
+DRAWN = {name for name, templates in RESULTS.items() if {"{pdf}", "{md}"} & set(templates)} - {"claims"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -125,6 +130,9 @@ def main(argv=None):
     args = build_parser(command).parse_args(argv)
     from lnrepro.args import missing_input
     from lnrepro.prepare import InputError
+    if args.command in DRAWN:
+        from lnrepro.core import provenance
+        provenance.watch_reads()
     try:
         status = args.run(args) or 0
         if status == 0 and args.command in RESULTS:
@@ -141,11 +149,16 @@ def template_fields(template):
 
 
 def result_files(templates, args):
-    """The templates filled from args (a callable: its path of args); one naming an option left out
-    (None) names no file."""
+    """The templates filled from args (a callable: its path or paths of args); one naming an option
+    left out (None) names no file."""
     fields = vars(args)
-    files = [str(t(args)) if callable(t) else t.format(**fields) for t in templates
-             if all(fields.get(name) is not None for name in template_fields(t))]
+    files = []
+    for t in templates:
+        if callable(t):
+            paths = t(args)
+            files += [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
+        elif all(fields.get(name) is not None for name in template_fields(t)):
+            files.append(t.format(**fields))
     return files + [str(Path(f).with_suffix(".png")) for f in files if f.endswith(".pdf")]  # save_figure's PNG beside
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..args import json_object, usage_error
+from ..core import provenance
 from .outcomes import outcome
 from .plotting import NORM_LABELS
 
@@ -162,6 +163,9 @@ def run(args):
         rows, block = table2(spec, args.runs_dir), init_rows(spec, args.runs_dir)
         text = markdown(rows, spec["table2"]["title"], init_markdown(block) + spec["table2"].get("paper", ""))
         rows += block
+    untrusted = provenance.untrusted_inputs_mark()
+    if untrusted:  # above the table, as a figure's under its title
+        text = f"**{untrusted}**\n\n{text}"
     for path in (args.csv, args.md):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows, columns=COLUMNS).to_csv(args.csv, index=False)

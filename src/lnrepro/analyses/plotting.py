@@ -12,6 +12,8 @@ matplotlib.rcParams["pdf.fonttype"] = 42
 matplotlib.rcParams["ps.fonttype"] = 42
 import matplotlib.pyplot as plt  # noqa: E402
 
+from lnrepro.core import provenance  # noqa: E402
+
 NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin", "fixup": "FixUp"}
 PNG_DPI = 150  # the report's preview: legible at a browser's width, ~200 kB
 
@@ -57,9 +59,10 @@ def png_beside(pdf):
 
 
 def save_figure(fig, title, pdf, tight=True, mark=None):
-    """Every figure of the package ends the same way: its title (and the scale mark under it, where
-    the config scales the papers), the PDF and the PNG beside it, the memory freed."""
-    fit_title(fig, f"{title}\n{mark}" if mark else title)
+    """Every figure of the package ends the same way: its title (and under it the scale mark, where
+    the config scales the papers, and the inputs it was drawn from that have no record or changed
+    since theirs), the PDF and the PNG beside it, the memory freed."""
+    fit_title(fig, "\n".join(line for line in (title, mark, provenance.untrusted_inputs_mark()) if line))
     if tight:
         fig.tight_layout()
     fig.savefig(pdf)

@@ -155,19 +155,30 @@ def concern(entry, commit, result=None):
     return ""
 
 
-# What a results folder holds without a record of its own: checkpoints and hypotheses (their run's
-# metrics.csv and bleu.csv are recorded), a run's live progress and lock, the folder's README, the
-# records themselves; and prepared data (results/data/), which no command records yet
-UNRECORDED = ("*" + SIDECAR_SUFFIX, "*.pt", "hyp_*.txt", "progress.csv", ".lnrepro.lock", "README.md")
+# What a results folder holds without a record of its own: checkpoints (their run's metrics.csv is
+# recorded), a run's live progress and lock, the folder's README, the records themselves; and
+# prepared data (results/data/), which no command records yet
+UNRECORDED = ("*" + SIDECAR_SUFFIX, "*.pt", "progress.csv", ".lnrepro.lock", "README.md")
+
+
+DELETED, MISSING = "deleted since its provenance was recorded", "missing"
+
+
+def is_recorded_kind(path, results_dir):
+    """Whether the command that writes `path` records it: a file under results_dir, outside its
+    prepared data, of none of the UNRECORDED kinds."""
+    try:
+        relative = Path(path).resolve().relative_to(Path(results_dir).resolve())
+    except ValueError:
+        return False
+    return relative.parts[0] != "data" and not any(fnmatch.fnmatch(relative.name, pattern) for pattern in UNRECORDED)
 
 
 def recorded_results(results_dir):
     """Every file under results_dir (relative to it) that the command which wrote it records: a result
     found there without its record was made, or changed, by something else."""
     results_dir = Path(results_dir)
-    return sorted(p.relative_to(results_dir) for p in results_dir.rglob("*")
-                  if p.is_file() and p.relative_to(results_dir).parts[0] != "data"
-                  and not any(fnmatch.fnmatch(p.name, pattern) for pattern in UNRECORDED))
+    return sorted(p.relative_to(results_dir) for p in results_dir.rglob("*") if p.is_file() and is_recorded_kind(p, results_dir))
 
 
 def foreign_results(results_dir, commit, required=()):
@@ -176,8 +187,58 @@ def foreign_results(results_dir, commit, required=()):
     results_dir = Path(results_dir)
     results = {Path(str(p)[:-len(SIDECAR_SUFFIX)]) for p in results_dir.rglob(f"*{SIDECAR_SUFFIX}")}
     results |= {results_dir / r for r in required}
-    flagged = [(path, concern(read(path), commit, path if path.exists() else None)) for path in sorted(results)]
+    flagged = [(path, concern(read(path), commit, path) if path.exists() else DELETED if read(path) else MISSING)
+               for path in sorted(results)]
     return [(path, why) for path, why in flagged if why]
+
+
+# ---- what a figure or table was drawn from: the results its command opened for reading ----
+_inputs_read = None  # the paths, once watch_reads() has run in this process
+
+
+def watch_reads():
+    """Note every file this process opens for reading from now on (PEP 578's 'open' audit event, which
+    builtins.open, io.open and os.open raise): what a figure or table was drawn from, however its
+    command found the files. Audit hooks cannot be removed: the CLI installs it once per process."""
+    global _inputs_read
+    if _inputs_read is not None:
+        return
+    _inputs_read = set()
+
+    def hook(event, args):
+        if event != "open" or not isinstance(args[0], (str, os.PathLike)):
+            return
+        mode, flags = args[1], args[2]
+        reading = ("r" in mode and "+" not in mode) if mode else (flags & os.O_ACCMODE) == os.O_RDONLY
+        if reading:
+            _inputs_read.add(os.path.abspath(args[0]))
+    sys.addaudithook(hook)
+
+
+UNTRUSTED = (NO_PROVENANCE, CHANGED)  # what a figure marks: made by hand or edited since (not another commit's)
+
+
+def untrusted_inputs(results_dir="results"):
+    """(path, why) of each result read so far (watch_reads) that has no record or changed since it was
+    recorded; none where nothing is watched (a command called from Python, e.g. by a test)."""
+    if not _inputs_read:
+        return []
+    read_results = sorted(p for p in _inputs_read if os.path.isfile(p) and is_recorded_kind(p, results_dir))
+    flagged = [(os.path.relpath(p), concern(read(p), UNKNOWN, p)) for p in read_results]
+    return [(path, why) for path, why in flagged if why in UNTRUSTED]
+
+
+def untrusted_inputs_mark(results_dir="results", shown=2):
+    """One line for a figure or table drawn from untrusted inputs ('' where none): how many, the
+    first ones; the job's log (stderr) gets it too, with every one."""
+    flagged = untrusted_inputs(results_dir)
+    if not flagged:
+        return ""
+    for path, why in flagged:
+        print(f"warning: drawn from {path}: {why}", file=sys.stderr)
+    named = "; ".join(f"{path}: {why}" for path, why in flagged[:shown])
+    more = f"; and {len(flagged) - shown} more" if len(flagged) > shown else ""
+    return f"UNRECORDED INPUT{'S' if len(flagged) > 1 else ''} ({len(flagged)}): {named}{more}"
 
 
 TABLE_COLUMNS = ["result", "concern", "commit", "dirty", "lnrepro", "torch", "sacrebleu", "python", "command",

@@ -18,6 +18,7 @@ runs after training, so a whole table is not lost to one sentence.
 """
 import csv
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from ..core.batching import pad_right
 from ..core.beam import beam_search
 from ..core.bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
 from ..core.data import Dictionary, ParallelData
+from ..core import provenance
 from ..core.loop import load_input, pick_device, write_csv
 from ..core.translation import MAX_POSITIONS, load_model
 from ..settings import DECODE_DEFAULTS
@@ -106,6 +108,27 @@ def average_checkpoints(paths, device="cpu"):
     return models[-1]
 
 
+def hypothesis_prefix(average_last):
+    """hyp_epochN.txt: epoch N's checkpoint; hyp_avgK_epochN.txt: the job averaging the last K
+    (--average-last K) up to epoch N. Each job's files by its own name, whatever it really averaged."""
+    return f"hyp_avg{average_last}_epoch" if average_last > 0 else "hyp_epoch"
+
+
+def own_hypotheses(out_dir, average_last):
+    """The hypothesis files in out_dir that a job with this --average-last writes (and records):
+    a run evaluated again after it trained fewer epochs must not keep the old ones beside its table."""
+    pattern = re.compile(re.escape(hypothesis_prefix(average_last)) + r"\d+\.txt")
+    return sorted(p for p in Path(out_dir).glob("hyp_*.txt") if pattern.fullmatch(p.name))
+
+
+def remove_hypotheses(out_dir, average_last):
+    """This job's earlier hypotheses and their records (no other job's: the folder holds every
+    decoding of the run); it writes its own again."""
+    for path in own_hypotheses(out_dir, average_last):
+        provenance.sidecar_path(path).unlink(missing_ok=True)
+        path.unlink()
+
+
 def detokenize(lines, lang):
     from sacremoses import MosesDetokenizer
     detok = MosesDetokenizer(lang)
@@ -129,6 +152,7 @@ def run(args):
         epochs = [r for r in csv.DictReader(f) if r["checkpoint"]]
     run_dir = Path(args.metrics).parent
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_hypotheses(out.parent, args.average_last)
     rows = []
     models = [(r, 0, lambda r=r: load_model(run_dir / r["checkpoint"], device)) for r in epochs]
     if args.average_last > 0:  # a run that diverged before any checkpoint leaves the table empty
@@ -145,7 +169,7 @@ def run(args):
         hyps = decode(model, data, vocab, args.beam, args.lenpen, args.max_len_a, args.max_len_b,
                       args.batch_sentences, device, args.min_len)
         elapsed = time.time() - t0
-        name = f"hyp_avg{averaged}_epoch{r['epoch']}.txt" if averaged else f"hyp_epoch{r['epoch']}.txt"
+        name = f"{hypothesis_prefix(args.average_last)}{r['epoch']}.txt"
         # one line per test sentence, empty where one was skipped, so line N is the reference's line N
         (out.parent / name).write_text("\n".join(h or "" for h in hyps) + "\n", encoding="utf-8")
         kept = [i for i, h in enumerate(hyps) if h is not None]
