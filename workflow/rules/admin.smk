@@ -26,8 +26,8 @@ rule gradient_vanishing:
     benchmark:
         "benchmarks/admin/liu_fig5.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro gradient-vanishing {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
-        " --summary {output.summary} {params.scale_note} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro gradient-vanishing {params.flags} --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q}"
+        " --summary {output.summary:q} {params.scale_note} > {log:q} 2>&1"
 
 
 rule output_change:
@@ -50,8 +50,8 @@ rule output_change:
     benchmark:
         "benchmarks/admin/liu_fig2.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro output-change {params.flags} --threads {threads} --pdf {output.pdf} --csv {output.csv}"
-        " --fits {output.fits} {params.scale_note} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro output-change {params.flags} --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q}"
+        " --fits {output.fits:q} {params.scale_note} > {log:q} 2>&1"
 
 
 rule admin_table1:
@@ -67,8 +67,8 @@ rule admin_table1:
     log:
         "logs/admin/admin_table1.log",
     shell:
-        "keep_previous_log {log}; lnrepro admin-tables --table 1 --spec {params.spec:q} --runs-dir results --vanishing {input.vanishing}"
-        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro admin-tables --table 1 --spec {params.spec:q} --runs-dir results --vanishing {input.vanishing:q}"
+        " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
 rule admin_table2:
@@ -84,8 +84,8 @@ rule admin_table2:
     log:
         "logs/admin/admin_table2.log",
     shell:
-        "keep_previous_log {log}; lnrepro admin-tables --table 2 --spec {params.spec:q} --runs-dir results"
-        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro admin-tables --table 2 --spec {params.spec:q} --runs-dir results"
+        " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
 rule lr_grid:
@@ -103,8 +103,8 @@ rule lr_grid:
     log:
         "logs/admin/liu_fig10.log",
     shell:
-        "keep_previous_log {log}; lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf} --csv {output.csv}"
-        " {params.scale_note} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf:q} --csv {output.csv:q}"
+        " {params.scale_note} > {log:q} 2>&1"
 
 
 # Figs 7-8: beta_{i,j} of the named runs at initialization and at their last checkpoint.
@@ -131,8 +131,8 @@ rule layer_dependency:
     benchmark:
         "benchmarks/admin/liu_{ldfig}.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
-        " --threads {threads} --pdf {output.pdf} --csv {output.csv} {params.scale_note} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
+        " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} {params.scale_note} > {log:q} 2>&1"
 
 
 # Figs 3 and 11: per epoch pair of each run, every matrix's gradient and update norm (seconds).
@@ -160,6 +160,6 @@ rule update_norms:
     benchmark:
         "benchmarks/admin/liu_{unfig}.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro update-norms --spec {params.spec:q} --data {params.data_dir} --runs-dir results"
-        " --threads {threads} --pdf {output.pdf} --csv {output.csv} --summary {output.summary} {params.scale_note}"
-        " > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro update-norms --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
+        " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note}"
+        " > {log:q} 2>&1"

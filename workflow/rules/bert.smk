@@ -32,8 +32,8 @@ checkpoint pretrain:
     benchmark:
         "benchmarks/pretrain/{run}.tsv"
     shell:
-        "keep_previous_log {log}; exec lnrepro pretrain --data {params.data_dir} --out results/pretrain/{wildcards.run} {params.flags}"
-        " --threads {threads} > {log} 2>&1"
+        "keep_previous_log {log:q}; exec lnrepro pretrain --data {params.data_dir:q} --out results/pretrain/{wildcards.run:q} {params.flags}"
+        " --threads {threads} > {log:q} 2>&1"
 
 
 rule finetune:
@@ -60,9 +60,9 @@ rule finetune:
     benchmark:
         "benchmarks/finetune/{run}/{task}/round{round}.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro finetune --checkpoint results/pretrain/{wildcards.run}/checkpoints/epoch{wildcards.round}.pt"
-        " --metrics {input.metrics} --data results/data/glue/{wildcards.task}/bin --task {wildcards.task}"
-        " {params.flags} --threads {threads} --out {output.runs} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro finetune --checkpoint results/pretrain/{wildcards.run:q}/checkpoints/epoch{wildcards.round:q}.pt"
+        " --metrics {input.metrics:q} --data results/data/glue/{wildcards.task:q}/bin --task {wildcards.task:q}"
+        " {params.flags} --threads {threads} --out {output.runs:q} > {log:q} 2>&1"
 
 
 rule plot_fig5:
@@ -81,4 +81,4 @@ rule plot_fig5:
     log:
         "logs/figures/fig5.log",
     shell:
-        "keep_previous_log {log}; lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf} --csv {output.csv} {params.scale_note} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf:q} --csv {output.csv:q} {params.scale_note} > {log:q} 2>&1"

@@ -24,8 +24,8 @@ rule evaluate:
     benchmark:
         "benchmarks/eval/{run}.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro evaluate --metrics {input.metrics} --data {params.data_dir} --reference {input.reference}"
-        " {params.flags} --threads {threads} --out {output} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro evaluate --metrics {input.metrics:q} --data {params.data_dir:q} --reference {input.reference:q}"
+        " {params.flags} --threads {threads} --out {output:q} > {log:q} 2>&1"
 
 
 # The BLEU of the average of a run's last N epoch checkpoints (the Admin recipes: N = 10), declared
@@ -55,5 +55,5 @@ rule evaluate_averaged:
     benchmark:
         "benchmarks/eval/{run}_avg{n}.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro evaluate --metrics {input.metrics} --data {params.data_dir} --reference {input.reference}"
-        " {params.flags} {params.average} --threads {threads} --out {output} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro evaluate --metrics {input.metrics:q} --data {params.data_dir:q} --reference {input.reference:q}"
+        " {params.flags} {params.average} --threads {threads} --out {output:q} > {log:q} 2>&1"

@@ -15,4 +15,4 @@ rule plan:
     log:
         "logs/plan.log",
     shell:
-        "keep_previous_log {log}; lnrepro plan --spec {params.spec:q} {params.throughput} --md {output.md} --csv {output.csv} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro plan --spec {params.spec:q} {params.throughput} --md {output.md:q} --csv {output.csv:q} > {log:q} 2>&1"

@@ -23,9 +23,9 @@ rule probe_gradients:
     benchmark:
         "benchmarks/probe/init/{norm}_{layers}L.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro probe-gradients --data {params.data_dir} --norm {wildcards.norm} --layers {wildcards.layers}"
-        " {params.flags} --threads {threads} --grads-out {output.grads}"
-        " --concentration-out {output.concentration} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro probe-gradients --data {params.data_dir:q} --norm {wildcards.norm:q} --layers {wildcards.layers:q}"
+        " {params.flags} --threads {threads} --grads-out {output.grads:q}"
+        " --concentration-out {output.concentration:q} > {log:q} 2>&1"
 
 
 rule probe_after_warmup:
@@ -46,9 +46,9 @@ rule probe_after_warmup:
     benchmark:
         "benchmarks/probe/after_warmup/{run}.tsv"
     shell:
-        "keep_previous_log {log}; lnrepro probe-gradients --data {params.data_dir} --checkpoint-metrics {input.metrics}"
-        " {params.flags} --threads {threads} --grads-out {output.grads}"
-        " --concentration-out {output.concentration} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro probe-gradients --data {params.data_dir:q} --checkpoint-metrics {input.metrics:q}"
+        " {params.flags} --threads {threads} --grads-out {output.grads:q}"
+        " --concentration-out {output.concentration:q} > {log:q} 2>&1"
 
 
 rule plot_gradient_norms:
@@ -68,5 +68,5 @@ rule plot_gradient_norms:
     log:
         "logs/figures/fig3.log",
     shell:
-        "keep_previous_log {log}; lnrepro plot-gradients --spec {params.spec:q} --grads {input.grads} --concentration {input.concentration}"
-        " --pdf {output.pdf} --csv {output.csv} --summary {output.summary} {params.scale_note} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro plot-gradients --spec {params.spec:q} --grads {input.grads:q} --concentration {input.concentration:q}"
+        " --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note} > {log:q} 2>&1"

@@ -32,8 +32,8 @@ checkpoint train:
     benchmark:
         "benchmarks/train/{run}.tsv"
     shell:
-        "keep_previous_log {log}; exec lnrepro train --data {params.data_dir} --out results/train/{wildcards.run} {params.flags}"
-        " --threads {threads} > {log} 2>&1"
+        "keep_previous_log {log:q}; exec lnrepro train --data {params.data_dir:q} --out results/train/{wildcards.run:q} {params.flags}"
+        " --threads {threads} > {log:q} 2>&1"
 
 
 rule admin_profile:
@@ -50,5 +50,5 @@ rule admin_profile:
     log:
         "logs/admin/{run}.log",
     shell:
-        "keep_previous_log {log}; lnrepro admin-profile --data {params.data_dir} {params.flags} --out results/admin/{wildcards.run}"
-        " --method {params.method} --omega-out {output} > {log} 2>&1"
+        "keep_previous_log {log:q}; lnrepro admin-profile --data {params.data_dir:q} {params.flags} --out results/admin/{wildcards.run:q}"
+        " --method {params.method} --omega-out {output:q} > {log:q} 2>&1"
