@@ -221,8 +221,8 @@ def test_a_huge_text_is_refused_naming_its_key(tmp_path):
 
 
 def test_a_spec_over_the_argument_limit_travels_by_file(tmp_path):
-    """Linux caps one argument at 128 KiB and a job's shell command is one: 1,000 more runs made the
-    plan's --spec ~700 KB, and its job failed with "Argument list too long". Now it goes by file."""
+    """Linux caps one argument at 128 KiB: 1,000 more runs made the plan's --spec ~700 KB, and its job
+    failed with "lnrepro: Argument list too long". Now it goes by file."""
     workflow_copy(tmp_path)
 
     def edit(cfg):

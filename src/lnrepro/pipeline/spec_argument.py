@@ -1,8 +1,8 @@
 """A rule's --spec: its JSON on the command line, or by file where it is long.
 
-Snakemake hands a job's shell command to bash as one argument, and Linux caps one argument at
-128 KiB (MAX_ARG_STRLEN): a config with more claims or runs than the papers' failed its job with
-"Argument list too long" (the demo's claims spec is ~70 KB, the paper config's ~58 KB). A spec
+The spec is one argument of the command, and Linux caps one argument at 128 KiB (MAX_ARG_STRLEN):
+a config with more claims or runs than the papers' failed its job with "lnrepro: Argument list too
+long" (the demo's claims spec is ~70 KB, the paper config's ~58 KB). A spec
 over INLINE_MAX is written to SPEC_DIR/<sha256>.json and passed as @FILE, which every command's
 --spec reads (lnrepro.args.json_object). Named by its content, a changed spec is a changed
 parameter (Snakemake reruns the job), two runs needing the same spec write the same bytes, and a
@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-INLINE_MAX = 32 * 1024  # bytes: a quarter of the limit, so the rest of the command always fits
+INLINE_MAX = 32 * 1024  # bytes: a quarter of the limit, well inside the whole command line's too
 SPEC_DIR = Path(".snakemake") / "lnrepro" / "specs"  # under the work folder, as Snakemake's own state
 
 
