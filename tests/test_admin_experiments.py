@@ -17,7 +17,7 @@ from lnrepro.analyses.admin_tables import markdown, table1, table1_markdown, tab
 from lnrepro.analyses.layer_dependency import dependency_matrix, layer_dependency
 from lnrepro.analyses.lr_grid import draw as draw_grid, grid_table
 from lnrepro.analyses.outcomes import run_outcome
-from lnrepro.analyses.output_change import fit_growth, output_change
+from lnrepro.analyses.output_change import draw, fit_growth, output_change
 from lnrepro.analyses.probing import (decoder_bottom_over_top, init_model, output_gradient_norms, relative_norms,
                                       sublayer_labels)
 from lnrepro.analyses.update_norms import epoch_pairs, matrices, mean_gradient, pair_rows
@@ -113,6 +113,22 @@ def test_fit_growth_tells_linear_from_logarithmic():
     assert fits.loc[("post", "linear"), "better_fit"] == "linear"
     assert fits.loc[("pre", "log"), "slope"] == pytest.approx(2)
     assert fits.loc[("pre", "log"), "better_fit"] == "log"
+
+
+def test_fig2_draws_the_better_fit_and_the_papers_expectation_only_beside_it(tmp_path):
+    """liu_fig2 drew the line the paper predicts (Post-LN: a N + b, r 0.937) where its CSV's better fit
+    was the log (r 0.971): now the better fit is the solid line, the expectation dotted beside it."""
+    n = np.array([2, 4, 8, 18, 50, 100])
+    table = pd.DataFrame([{"norm": norm, "kind": "random", "layers": int(x), "seed": 1, "output_change": y}
+                          for norm in ("post", "pre") for x, y in zip(n, 2 * np.log(n) + 5)])
+    fig = draw(table, fit_growth(table), "t", tmp_path / "f.pdf")
+    drawn = {}
+    for line in fig.axes[0].lines:
+        if line.get_label().startswith("a "):
+            drawn.setdefault(line.get_color(), []).append((line.get_label(), line.get_linestyle()))
+    post, pre = drawn.values()  # one colour per norm, in the table's order
+    assert post == [("a ln N + b, r=1.000: better fit", "-"), ("a N + b, r=0.902: the paper's expectation", ":")]
+    assert pre == [("a ln N + b, r=1.000: better fit, as the paper expects", "-")]
 
 
 # ---- Tables 1-2 and the grid from fabricated runs ----

@@ -100,8 +100,7 @@ def gradient_vanishing_case(pdf):
 def output_change_case(pdf):
     t = rows(norm=["post", "pre", "admin"], kind=list(output_change.KINDS), layers=[2, 4, 8, 12, 18], seed=[1, 2])
     t = t.assign(output_change=1e-4 * t.layers)
-    fits = rows(norm=["post", "pre", "admin"], kind=list(output_change.KINDS), growth=["linear", "log"])
-    output_change.draw(t, fits.assign(slope=1e-4, intercept=0.0, r=0.99), TITLE, pdf, mark=MARK)
+    output_change.draw(t, output_change.fit_growth(t), TITLE, pdf, mark=MARK)
 
 
 def theory_case(pdf):

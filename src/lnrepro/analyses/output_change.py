@@ -108,25 +108,41 @@ def fit_growth(table):
     return pd.DataFrame(rows, columns=FIT_COLUMNS)
 
 
+EXPECTED = {"post": "linear", "pre": "log", "admin": "log"}  # Theorem 4.2: O(N) for Post-LN, O(log N) else
+FORMULAS = {"linear": "a N + b", "log": "a ln N + b"}
+
+
+def fit_lines(fits, norm, kind):
+    """(growth, style, label) of the fits drawn for one norm: the better one solid, and the paper's
+    expectation dotted where the data fit the other better (a reader sees which one the data support)."""
+    rows = fits[(fits.norm == norm) & (fits.kind == kind)].set_index("growth")
+    better, expected = rows.better_fit.iloc[0], EXPECTED[norm]
+    lines = [(better, "-", f"{FORMULAS[better]}, r={rows.r[better]:.3f}: better fit"
+              + (", as the paper expects" if better == expected else ""))]
+    if expected != better:
+        lines.append((expected, ":", f"{FORMULAS[expected]}, r={rows.r[expected]:.3f}: the paper's expectation"))
+    return [(growth, style, label, rows.loc[growth]) for growth, style, label in lines]
+
+
 def draw(table, fits, title, pdf, mark=None):
-    """One panel per perturbation kind; the fitted line each norm is expected to follow."""
-    expected = {"post": "linear", "pre": "log", "admin": "log"}
+    """One panel per perturbation kind: each norm's means, its better fit and, where that is not the
+    paper's expectation, the expected one too."""
     mean = table.groupby(["norm", "kind", "layers"], as_index=False, sort=False).output_change.mean()
     fig, axes = plt.subplots(1, len(KINDS), figsize=(11, 3.8))
     for ax, kind in zip(axes, KINDS):
         for norm, t in mean[mean.kind == kind].groupby("norm", sort=False):
-            (line,) = ax.plot(t.layers, t.output_change, "o", label=NORM_LABELS[norm])
-            f = fits[(fits.norm == norm) & (fits.kind == kind) & (fits.growth == expected[norm])].iloc[0]
+            (points,) = ax.plot(t.layers, t.output_change, "o", label=NORM_LABELS[norm])
             n = np.linspace(t.layers.min(), t.layers.max(), 100)
-            x = n if f.growth == "linear" else np.log(n)
-            ax.plot(n, f.slope * x + f.intercept, "-", color=line.get_color(), lw=1,
-                    label=f"{'a N + b' if f.growth == 'linear' else 'a ln N + b'}, r={f.r:.3f}")
+            for growth, style, label, f in fit_lines(fits, norm, kind):
+                x = n if growth == "linear" else np.log(n)
+                ax.plot(n, f.slope * x + f.intercept, style, color=points.get_color(), lw=1, label=label)
         ax.set_title({"random": "W* = W - delta sign(N(0,1))", "adam": "W* = one Adam update"}[kind], fontsize=10)
         ax.set_xlabel("layers N (N-N model)")
         ax.set_ylabel("|F(x,W) - F(x,W*)|^2 (mean)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     save_figure(fig, title, pdf, mark=mark)
+    return fig
 
 
 def add_arguments(p):
