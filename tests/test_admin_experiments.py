@@ -253,8 +253,10 @@ def test_lr_grid_table_and_heatmap(runs, tmp_path):
                                                                    "run": "pre18"}]}}
     table = grid_table(spec, runs)
     assert list(table.status) == ["converged", "diverged", "converged", "converged"]
-    draw_grid(table, "grid", tmp_path / "grid.pdf")
+    fig = draw_grid(table, "grid", tmp_path / "grid.pdf")
     assert (tmp_path / "grid.pdf").stat().st_size > 0
+    # the colours are BLEU: one colour bar, labelled so, beside the two panels (it had none)
+    assert len(fig.axes) == 3 and fig.axes[-1].get_ylabel() == "test BLEU (grey: failed)"
 
 
 # ---- checkpoint averaging (evaluate --average-last) ----

@@ -1,7 +1,7 @@
 """Fig 10 of Liu et al. 2020: RAdam without warm-up over learning rate x beta2, per norm.
 
 One heatmap per norm (Post-LN, Pre-LN, Admin): a cell per (lr, beta2) run, coloured by its
-final BLEU and labelled with it, or grey and labelled with its outcome when the run diverged or
+final test BLEU (one colour bar for all panels) and labelled with it, or grey and labelled with its outcome when the run diverged or
 did not converge (outcomes as in lnrepro.analyses.outcomes); a BLEU of fewer averaged checkpoints
 than asked says so in its cell, and capped runs (training_cap) mark the title. The paper: Post-LN
 diverges in 7 of 15 settings (large lr, small beta2), Pre-LN and Admin in none.
@@ -39,7 +39,7 @@ def draw(table, title, pdf, mark=None):
     norms = list(dict.fromkeys(table.norm))
     ok = table[table.status == "converged"].bleu
     vmin, vmax = (ok.min(), ok.max()) if len(ok) else (0, 1)
-    fig, axes = plt.subplots(1, len(norms), figsize=(3.8 * len(norms), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(norms), figsize=(3.8 * len(norms) + 1, 3.6), squeeze=False, layout="constrained")
     for ax, norm in zip(axes[0], norms):
         t = table[table.norm == norm]
         lrs, betas = sorted(t.lr.unique()), sorted(t.beta2.unique())
@@ -52,8 +52,8 @@ def draw(table, title, pdf, mark=None):
             if r.status == "converged" and r.averaged < r.average_last:
                 text += f"\navg {r.averaged}/{r.average_last}"  # not the model asked for: say so in the cell
             ax.text(j, i, text, ha="center", va="center", fontsize=8)
-        ax.imshow(np.where(np.isnan(grid), vmin, grid), cmap="Greens", vmin=vmin, vmax=max(vmax, vmin + 1e-9),
-                  origin="lower", aspect="auto", alpha=0.85)
+        image = ax.imshow(np.where(np.isnan(grid), vmin, grid), cmap="Greens", vmin=vmin, vmax=max(vmax, vmin + 1e-9),
+                          origin="lower", aspect="auto", alpha=0.85)
         ax.imshow(np.where(np.isnan(grid), 1.0, math.nan), cmap="Greys", vmin=0, vmax=2, origin="lower",
                   aspect="auto")  # failed cells in grey
         failed = int((t.status != "converged").sum())
@@ -62,9 +62,12 @@ def draw(table, title, pdf, mark=None):
         ax.set_yticks(range(len(lrs)), [f"{lr:g}" for lr in lrs])
         ax.set_xlabel("beta2")
         ax.set_ylabel("learning rate")
+    # one scale for every panel (vmin, vmax over all converged cells): one colour bar, in BLEU
+    fig.colorbar(image, ax=axes[0].tolist(), label="test BLEU (grey: failed)")
     if table.capped.any():
         title += "\nCAPPED (training_cap): a smoke test, not a result"
-    save_figure(fig, title, pdf, mark=mark)
+    save_figure(fig, title, pdf, tight=False, mark=mark)  # laid out by constrained layout (the colour bar)
+    return fig
 
 
 def add_arguments(p):
