@@ -246,6 +246,8 @@ def test_finetune_command_writes_every_seed_and_the_summary(bert_data, tmp_path)
     assert runs.dev_acc.between(0, 1).all()
     best = runs.groupby("lr").dev_acc.mean().max()
     assert summary.mean_acc.iloc[0] == pytest.approx(best) and summary.updates.iloc[0] == 10
+    labels = PairData.load(glue / "dev.pt").labels.tolist()  # the chance level beside it: always the commonest label
+    assert summary.majority_acc.iloc[0] == max(labels.count(0), labels.count(1)) / len(labels)
     from lnrepro.core.provenance import read
     assert read(out)["command"] == read(out.with_suffix(".summary.csv"))["command"] == "finetune"  # both have theirs
 

@@ -13,6 +13,7 @@ from matplotlib.colors import to_rgba
 
 from lnrepro.analyses import figure5
 from lnrepro.cli import main
+from lnrepro.core.mono_data import PairData
 from lnrepro.training.pretrain import PretrainConfig, pretrain
 from test_bert import TINY, bert_data  # noqa: F401  (a fixture)
 
@@ -112,8 +113,11 @@ def test_figure5_marks_divergence_caps_and_single_seeds(results, tmp_path, monke
     assert not any(0.0 in list(line.get_ydata()) for line in valid.get_lines())
 
     legend = unwrapped(mrpc.get_legend())
+    labels = PairData.load(results / "glue" / "dev.pt").labels
+    majority = labels.bincount().max().item() / len(labels)  # the chance level, drawn (it was not)
     assert legend == [f"short run: {TRAINED}: n = 1 seed [CAPPED]", f"blowup run: {TRAINED}: {never}",
-                      f"late run: {TRAINED}: diverged at update {late_update}"]
+                      f"late run: {TRAINED}: diverged at update {late_update}", f"majority class of dev: {majority:.3f}"]
+    assert set(table[table.panel == "mrpc"].majority) == {majority}
     lines = {line.get_label(): line for line in mrpc.get_lines() if not line.get_label().startswith("_")}
     assert list(lines[legend[0]].get_ydata()) == list(acc.loc["short"].value)
     assert len(lines[legend[1]].get_xdata()) == 0

@@ -69,7 +69,8 @@ def long_table(spec, results):
                              "updates": s["updates"] if ok else float("nan"),
                              "value": s["mean_acc"] if ok else float("nan"), "ci95": s["ci95"] if ok else float("nan"),
                              "n": n if ok else float("nan"), "seeds": s["seeds"], "diverged": int(s["diverged"]),
-                             "capped": int(capped or s.get("max_updates", 0) > 0), "note": note})
+                             "capped": int(capped or s.get("max_updates", 0) > 0), "note": note,
+                             "majority": s.get("majority_acc", float("nan"))})  # summaries before it: none drawn
     return pd.DataFrame(rows).sort_values(["panel", "run", "round"], kind="stable")
 
 
@@ -108,6 +109,9 @@ def draw(spec, table, pdf, mark=None):
             if panel != "valid_loss" and band.any():
                 ax.fill_between(ok.updates, ok.value - ok.ci95, ok.value + ok.ci95, where=band,
                                 color=line.get_color(), alpha=0.2)
+        majority = table[table.panel == panel].get("majority", pd.Series(dtype=float)).dropna().unique()
+        if len(majority) == 1:  # one dev set per task: the chance level every fine-tuning is measured against
+            ax.axhline(majority[0], ls="--", lw=1, color="grey", label=f"majority class of dev: {majority[0]:.3f}")
         name = "validation loss (bits / masked token)" if panel == "valid_loss" else f"{panel.upper()} dev accuracy"
         ax.set_title(f"({chr(97 + i)}) {name}", fontsize=10)
         ax.set_xlabel("pre-training updates")
