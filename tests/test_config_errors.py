@@ -66,6 +66,14 @@ def test_an_unknown_target_is_one_line_with_the_targets_that_exist(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_a_figure_named_without_its_folder_is_one_line_naming_its_file(tmp_path):
+    """`snakemake fig4` printed Snakemake's MissingRuleException with its traceback."""
+    workflow_copy(tmp_path)
+    lines = failed_lines(snakemake(tmp_path, "-n", "fig4", check=False))
+    assert lines[0] == "target fig4: no rule of that name (did you mean 'results/figures/fig4.pdf'?)", lines
+    assert snakemake(tmp_path, "-n", "check_theory", "--cores", "1", check=False).returncode == 0  # a rule: as it was
+
+
 def test_an_error_of_the_claims_file_is_one_line(tmp_path):
     """config/claims.yaml's own cross-references: a WorkflowError with frames of claims.smk before."""
     workflow_copy(tmp_path)

@@ -389,7 +389,7 @@ class Common:
         argv; a job's process, or Snakemake called from Python, has no targets of a user's."""
         if not self.workflow.is_main_process or "snakemake" not in sys.argv[0]:
             return []
-        if not any(os.path.normpath(a).startswith(f"results{os.sep}") for a in sys.argv[1:]):
+        if not any(os.path.normpath(a).startswith(f"results{os.sep}") or self.maybe_bare_target(a) for a in sys.argv[1:]):
             return []  # no path check_targets looks at: spare the 0.2 s of building Snakemake's parser
         from snakemake.cli import get_argument_parser
 
@@ -412,17 +412,28 @@ class Common:
         note = self.config.get("scale_note")
         return f"--scale-note {shlex.quote(note)}" if note else ""
 
+    def maybe_bare_target(self, arg):
+        """An argument that may be a target named without its folder (`fig4`): a word, no option or value."""
+        return not arg.startswith("-") and os.sep not in arg and "=" not in arg and not arg.replace(".", "").isdigit()
+
     def check_targets(self):
         """A file under results/ no rule makes with this config (results/figures/fig99.pdf, a figure of
-        another config): Snakemake's "No rule to produce" names no figure that exists; this names them."""
+        another config): Snakemake's "No rule to produce" names no figure that exists; this names them.
+        A figure or table named without its folder and suffix (`fig4`): Snakemake's MissingRuleException
+        with its traceback; this names the file."""
         rule_names = {r.name for r in self.workflow.rules}
         for target in self.requested_targets():
             path = os.path.normpath(target)
-            if (target in rule_names or not path.startswith(f"results{os.sep}") or os.path.exists(path)
-                    or any(r.is_producer(path) for r in self.workflow.rules)):
+            if (target in rule_names or os.path.exists(path) or any(r.is_producer(path) for r in self.workflow.rules)
+                    or not (path.startswith(f"results{os.sep}") or os.sep not in path)):
                 continue
             made = sorted(t for t in self.default_targets() if t.startswith(("results/figures/", "results/tables/"))
                           and t.endswith((".pdf", ".md")))
+            named = [t for t in made if os.path.splitext(os.path.basename(t))[0] == target]
+            if os.sep not in path:
+                if named:
+                    self.stop(f"target {target}: no rule of that name (did you mean '{named[0]}'?)")
+                continue  # not one of ours: Snakemake's own message
             listed = "; ".join(f"{folder}/: {', '.join(os.path.basename(t) for t in made if os.path.dirname(t) == folder)}"
                                for folder in sorted({os.path.dirname(t) for t in made}))
             self.stop(f"target {target}: no rule makes it with this config{self.did_you_mean(path, made)}",
