@@ -66,6 +66,17 @@ def test_an_unknown_target_is_one_line_with_the_targets_that_exist(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_an_exponent_without_a_dot_is_named_with_its_fix(tmp_path):
+    """`lr: 2e-3` is text to YAML 1.1 (PyYAML): "is not of type number" said nothing of why."""
+    workflow_copy(tmp_path)
+    text = (ROOT / "config" / "demo.yaml").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("  adam_5e-4_nowarm:"))
+    (tmp_path / "typo.yaml").write_text(text.replace(line, "  adam_5e-4_nowarm: {lr: 2e-3, warmup: 1}"))
+    lines = failed_lines(snakemake(tmp_path, "-n", "--configfile", "typo.yaml", check=False))
+    assert lines[0] == ("config: runs.adam_5e-4_nowarm.lr: '2e-3' is not of type number: YAML reads 2e-3 as text, "
+                        "write 2.0e-3"), lines
+
+
 def test_a_figure_named_without_its_folder_is_one_line_naming_its_file(tmp_path):
     """`snakemake fig4` printed Snakemake's MissingRuleException with its traceback."""
     workflow_copy(tmp_path)

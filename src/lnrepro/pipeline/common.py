@@ -109,6 +109,9 @@ class Common:
         elif error.validator == "type":
             types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
             msg = f"{at}{self.short_repr(inst)} is not of type {' or '.join(map(str, types))}"
+            if "number" in types and isinstance(inst, str) and re.fullmatch(r"[-+]?\d+e[-+]?\d+", inst.strip(), re.I):
+                mantissa, exponent = inst.strip().lower().split("e")  # YAML 1.1 (PyYAML) needs the dot
+                msg += f": YAML reads {inst} as text, write {mantissa}.0e{exponent}"
         else:
             msg = f"{at}{self.clip(error.message, 160)}"
         if isinstance(sch, dict) and sch.get("description") and error.absolute_path:  # the top's: the schema's preamble
