@@ -351,6 +351,13 @@ def test_command_writes_both_verdicts_grouped_by_figure(tmp_path):
     assert "| " + " | ".join(claims.HEADERS) + " |" in md
     assert ("| y_scaled | Xiong §3.2, Fig 2 | warm-up \\| essential | 25.5 | >= 15 | 25 | **PASS** | >= 5 | 25 | **PASS** | "
             "d=64 models: the gap is smaller (seed spread 25 / 24 / 26, sd 1) |") in md
+    # led by one short line per claim, by figure; the full table after (12 columns, ~460 characters a row)
+    summary = md[md.index("## By figure"):md.index(claims.TABLE_HEADING)].splitlines()
+    assert summary == ["## By figure", "", "### Xiong §3.2, Fig 2", "",
+                       "- y_scaled: ours 25 (paper 25.5, range >= 15): PASS; scaled >= 5: ours 25: PASS",
+                       "- z_first: ours 25 (paper 25.5, range >= 30): FAIL", "", "### Xiong §3.4, Fig 3", "",
+                       "- a_second: ours 3 (range >= 2): PASS", ""]
+    assert md.index("| " + " | ".join(claims.HEADERS) + " |") > md.index(claims.TABLE_HEADING)
 
 
 def test_a_pass_where_the_config_says_its_scale_cannot_compare_is_not_counted(tmp_path):

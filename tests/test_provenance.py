@@ -200,6 +200,7 @@ def test_the_report_flags_a_claims_input_other_code_made(tmp_path):
     snakemake(workdir, "--configfile", "theory_only.yaml", "--report", "report.html")
     html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "claims_provenance.csv" in html and "other commit 0123456789" in html
+    assert "## By figure" in html and "system-message" not in html  # the claims' text, never parsed as markup
 
 
 # ---- LNREPRO_DEMO_DIR ------------------------------------------------------------------------------

@@ -575,6 +575,8 @@ def test_demo_report_holds_every_figure_its_caption_and_the_claims(demo):
                  "norm relative to the largest of its kind", "liu_fig11_sgd_updates_unbalanced"):
         assert text in html, text
     assert "claims_provenance.csv" in html and "settings_sha256" in html  # what made each input
+    # no caption is parsed into a docutils error ("System Message: ERROR/3 ... Undefined substitution")
+    assert "system-message" not in html and "System Message" not in html
 
 
 @pytest.mark.slow

@@ -419,10 +419,33 @@ CAPPED = ("**CAPPED build (training_cap): every run stopped after a few updates,
           "configuration. These verdicts are not results.**")
 
 
+TABLE_HEADING = "## Every claim in full"  # the report's caption shows claims.md up to here (workflow/report/claims.rst)
+
+
+def summary_line(r):
+    """'- NAME: ours 8.98 (paper 25.5, range >= 15): FAIL; scaled >= 5: PASS': one short line a claim."""
+    paper = f"paper {fmt(r.paper_value)}, " if r.paper_value != "" else ""
+    line = f"- {r.claim}: ours {fmt(r.ours) or '-'} ({paper}range {r.paper_range or '-'}): {r.paper_result}"
+    if r.scaled_result == NOT_AT_THIS_SCALE:
+        return line + f"; scaled: {NOT_AT_THIS_SCALE}"
+    if r.scaled:  # judged on another range or measure at this scale
+        return line + f"; scaled {r.scaled_range or '-'}: ours {fmt(r.scaled_ours) or '-'}: {r.scaled_result}"
+    return line
+
+
+def by_figure(table):
+    """claims.md's first part: per figure, one short line per claim (the table below has the detail)."""
+    lines = ["## By figure", ""]
+    for place, group in table.groupby("place", sort=False):
+        lines += [f"### {place}", "", *map(summary_line, group.itertuples()), ""]
+    return lines
+
+
 def markdown(table, title, capped=False):
-    lines = [f"# {title}", "", *([CAPPED, ""] if capped else []), *headline(table), "",
-             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    for r in table.fillna("").itertuples():
+    table = table.fillna("")
+    lines = [f"# {title}", "", *([CAPPED, ""] if capped else []), *headline(table), "", *by_figure(table),
+             TABLE_HEADING, "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    for r in table.itertuples():
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in row_cells(r)) + " |")
     return "\n".join(lines) + "\n"
 
