@@ -3,11 +3,17 @@
 
 One generated corpus and one tiny run of 2 epochs in a scratch copy of the workflow.
 """
+import os
+import re
+import signal
+import subprocess
+import time
+
 import pandas as pd
 import pytest
 import yaml
 
-from workflow_helpers import ROOT, snakemake, workflow_copy
+from workflow_helpers import ROOT, SNAKEMAKE, snakemake, workflow_copy
 
 RUN = "tiny"
 METRICS = f"results/train/{RUN}/metrics.csv"
@@ -65,5 +71,29 @@ def test_a_rerun_on_the_same_data_resumes(built):
     log, _ = build(workdir, cfg)
     assert "resuming after epoch 2" in log and "starting afresh" not in log
     pd.testing.assert_frame_equal(before, pd.read_csv(workdir / METRICS))
-    previous = (workdir / "logs" / "train" / f"{RUN}.log.previous").read_text()  # the run before, kept
-    assert "epoch 2/2 done" in previous and "resuming" not in previous, previous
+
+
+def test_a_failed_attempts_log_outlives_its_retry(tmp_path):
+    """Snakemake deletes a job's log before each attempt: a training stopped by SIGTERM (a SLURM cancel,
+    a time limit) and retried lost the first attempt's lines. They are kept as LOG.failed."""
+    workdir = workflow_copy(tmp_path)
+    cfg = tiny_config()
+    cfg["train_defaults"]["epochs"] = 40  # time to stop it after its first epoch
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    progress, lock = workdir / "results" / "train" / RUN / "progress.csv", workdir / "results" / "train" / RUN / ".lnrepro.lock"
+    proc = subprocess.Popen(SNAKEMAKE + [METRICS, "--cores", "1", "--configfile", "tiny.yaml", "--retries", "1"],
+                            cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.time() + 300
+        while not (progress.exists() and len(pd.read_csv(progress)) >= 1):
+            assert time.time() < end and proc.poll() is None, "no epoch finished"
+            time.sleep(0.1)
+        os.kill(int(re.match(r"PID (\d+)", lock.read_text()).group(1)), signal.SIGTERM)  # the trainer's own
+        assert proc.wait(timeout=600) == 0  # the retry resumed and finished
+    finally:
+        proc.kill()
+    log = (workdir / "logs" / "train" / f"{RUN}.log").read_text()
+    failed = (workdir / "logs" / "train" / f"{RUN}.log.failed").read_text()
+    resumed = re.search(r"resuming after epoch (\d+)", log)
+    assert resumed and "epoch 40/40 done" in log
+    assert f"epoch {resumed.group(1)}/40 done" in failed and "resuming" not in failed, failed

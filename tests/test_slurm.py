@@ -207,8 +207,8 @@ def test_cancelled_training_job_is_retried_and_resumes(cluster, local_run, slurm
     assert (trains[0]["TimeLimit"], trains[1]["TimeLimit"]) == ("00:10:00", "00:20:00")  # attempt 2: x2
     resumed = re.search(r"resuming after epoch (\d+)", (slurm_dir / "logs" / "train" / "resume.log").read_text())
     assert resumed and 1 <= int(resumed.group(1)) < 6
-    # the cancelled attempt's log is kept beside the retry's (the retry's `> {log}` emptied it)
-    cancelled = (slurm_dir / "logs" / "train" / "resume.log.previous").read_text()
+    # the cancelled attempt's log is kept beside the retry's (Snakemake deletes a job's log before each attempt)
+    cancelled = (slurm_dir / "logs" / "train" / "resume.log.failed").read_text()
     assert f"epoch {resumed.group(1)}/6 done" in cancelled and "resuming" not in cancelled, cancelled[-2000:]
     assert_same_numbers(local_run, slurm_dir, "results/train/resume/metrics.csv")  # = uninterrupted
 

@@ -4,8 +4,11 @@ Each stage module defines ``add_arguments(parser)`` and ``run(args)``. ``main()`
 dispatches, importing just the chosen stage (torch is slow to import).
 """
 import argparse
+import atexit
 import importlib
 import os
+import shutil
+import signal
 import string
 import sys
 from pathlib import Path
@@ -124,7 +127,60 @@ def build_parser(command=None):
     return parser
 
 
+def stdout_file():
+    """The regular file this process's stdout goes to (a rule's `> {log}`), or None (a terminal, a pipe)."""
+    try:
+        path = os.readlink("/proc/self/fd/1")
+    except OSError:
+        return None
+    return path if os.path.isfile(path) else None
+
+
+MAIN_PID = [0]  # the process whose command this is (set by main), not a worker forked from it
+
+
+def keep_failed_log(log, outcome):
+    """Snakemake deletes a job's log before each attempt, so a retried job lost the failed attempt's
+    traceback: after a failure (an exception, a non-zero exit, SIGTERM as a SLURM cancel or time limit
+    sends), its log is copied to LOG.failed, a file no rule declares, which the next attempt leaves."""
+    if not outcome["failed"] or os.getpid() != MAIN_PID[0]:  # a forked worker's exit is not the command's
+        return
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    try:
+        shutil.copyfile(log, f"{log}.failed")
+    except OSError:  # the log is the job's record, not part of its result
+        pass
+
+
+def stop_on_sigterm(signum, frame):
+    """SIGTERM ends the command as an exit (atexit runs: the failed attempt's log is kept), status 143.
+    A forked worker (a multiprocessing pool's, which its pool ends with SIGTERM) dies as it would have."""
+    if os.getpid() != MAIN_PID[0]:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    sys.exit(128 + signum)
+
+
+
 def main(argv=None):
+    """The command line (argv None: the process's own, where a failed attempt's log is kept) or argv."""
+    log, outcome = stdout_file() if argv is None else None, {"failed": True}  # failed until it returns 0
+    if log:
+        MAIN_PID[0] = os.getpid()
+        atexit.register(keep_failed_log, log, outcome)
+        if RESULTS.keys() & set(sys.argv[1:2]):  # not data preparation's: its process pools end workers by SIGTERM
+            signal.signal(signal.SIGTERM, stop_on_sigterm)
+    try:
+        status = run_command(argv)
+    except SystemExit as e:  # argparse's and ours: 0 (--help) is no failure
+        outcome["failed"] = e.code not in (None, 0)
+        raise
+    outcome["failed"] = status != 0
+    return status
+
+
+def run_command(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)

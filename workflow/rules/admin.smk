@@ -26,7 +26,7 @@ rule gradient_vanishing:
     benchmark:
         "benchmarks/admin/liu_fig5.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro gradient-vanishing {params.flags} --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q}"
+        "lnrepro gradient-vanishing {params.flags} --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q}"
         " --summary {output.summary:q} {params.scale_note} > {log:q} 2>&1"
 
 
@@ -50,7 +50,7 @@ rule output_change:
     benchmark:
         "benchmarks/admin/liu_fig2.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro output-change {params.flags} --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q}"
+        "lnrepro output-change {params.flags} --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q}"
         " --fits {output.fits:q} {params.scale_note} > {log:q} 2>&1"
 
 
@@ -67,7 +67,7 @@ rule admin_table1:
     log:
         "logs/admin/admin_table1.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro admin-tables --table 1 --spec {params.spec:q} --runs-dir results --vanishing {input.vanishing:q}"
+        "lnrepro admin-tables --table 1 --spec {params.spec:q} --runs-dir results --vanishing {input.vanishing:q}"
         " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
@@ -84,7 +84,7 @@ rule admin_table2:
     log:
         "logs/admin/admin_table2.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro admin-tables --table 2 --spec {params.spec:q} --runs-dir results"
+        "lnrepro admin-tables --table 2 --spec {params.spec:q} --runs-dir results"
         " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
@@ -103,7 +103,7 @@ rule lr_grid:
     log:
         "logs/admin/liu_fig10.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf:q} --csv {output.csv:q}"
+        "lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf:q} --csv {output.csv:q}"
         " {params.scale_note} > {log:q} 2>&1"
 
 
@@ -131,7 +131,7 @@ rule layer_dependency:
     benchmark:
         "benchmarks/admin/liu_{ldfig}.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
+        "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
         " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} {params.scale_note} > {log:q} 2>&1"
 
 
@@ -160,6 +160,6 @@ rule update_norms:
     benchmark:
         "benchmarks/admin/liu_{unfig}.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro update-norms --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
+        "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
         " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note}"
         " > {log:q} 2>&1"

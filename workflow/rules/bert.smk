@@ -32,7 +32,7 @@ checkpoint pretrain:
     benchmark:
         "benchmarks/pretrain/{run}.tsv"
     shell:
-        "keep_previous_log {log:q}; exec lnrepro pretrain --data {params.data_dir:q} --out results/pretrain/{wildcards.run:q} {params.flags}"
+        "exec lnrepro pretrain --data {params.data_dir:q} --out results/pretrain/{wildcards.run:q} {params.flags}"
         " --threads {threads} > {log:q} 2>&1"
 
 
@@ -60,7 +60,7 @@ rule finetune:
     benchmark:
         "benchmarks/finetune/{run}/{task}/round{round}.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro finetune --checkpoint results/pretrain/{wildcards.run:q}/checkpoints/epoch{wildcards.round:q}.pt"
+        "lnrepro finetune --checkpoint results/pretrain/{wildcards.run:q}/checkpoints/epoch{wildcards.round:q}.pt"
         " --metrics {input.metrics:q} --data results/data/glue/{wildcards.task:q}/bin --task {wildcards.task:q}"
         " {params.flags} --threads {threads} --out {output.runs:q} > {log:q} 2>&1"
 
@@ -81,4 +81,4 @@ rule plot_fig5:
     log:
         "logs/figures/fig5.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf:q} --csv {output.csv:q} {params.scale_note} > {log:q} 2>&1"
+        "lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf:q} --csv {output.csv:q} {params.scale_note} > {log:q} 2>&1"

@@ -41,7 +41,7 @@ rule generate_bert_documents:
     log:
         "logs/data/bert/{bcorpus}/generate.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro generate --task mono --one-file {params.flags} --n-test 0 --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "lnrepro generate --task mono --one-file {params.flags} --n-test 0 --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule prepare_wikipedia:
@@ -61,7 +61,7 @@ rule prepare_wikipedia:
     benchmark:
         "benchmarks/data/bert/{bcorpus}/prepare_wikipedia.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro prepare-wikipedia --dump {input:q} {params.flags} --out {output:q} > {log:q} 2>&1"
+        "lnrepro prepare-wikipedia --dump {input:q} {params.flags} --out {output:q} > {log:q} 2>&1"
 
 
 rule prepare_books:
@@ -79,7 +79,7 @@ rule prepare_books:
     log:
         "logs/data/bert/{bcorpus}/prepare_books.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro prepare-books --dir {params.books:q} --out {output:q} > {log:q} 2>&1"
+        "lnrepro prepare-books --dir {params.books:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule split_sentences:
@@ -98,7 +98,7 @@ rule split_sentences:
     benchmark:
         "benchmarks/data/bert/{bcorpus}/split_sentences.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro split-sentences --inputs {input:q} --threads {threads} --out {output:q} > {log:q} 2>&1"
+        "lnrepro split-sentences --inputs {input:q} --threads {threads} --out {output:q} > {log:q} 2>&1"
 
 
 rule split_bert_documents:
@@ -117,7 +117,7 @@ rule split_bert_documents:
     log:
         "logs/data/bert/{bcorpus}/split_documents.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro split-documents {params.flags} --input {input:q}"
+        "lnrepro split-documents {params.flags} --input {input:q}"
         " --train-out {output.train:q} --valid-out {output.valid:q} > {log:q} 2>&1"
 
 
@@ -140,7 +140,7 @@ rule binarize_bert:
     benchmark:
         "benchmarks/data/bert/{bcorpus}/binarize.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro binarize-mono --train {input.train:q} --valid {input.valid:q}"
+        "lnrepro binarize-mono --train {input.train:q} --valid {input.valid:q}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
@@ -160,7 +160,7 @@ rule generate_glue:
     log:
         "logs/data/glue/{glue_task}/generate.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro generate {params.flags} --out-dir {output:q} > {log:q} 2>&1"
+        "lnrepro generate {params.flags} --out-dir {output:q} > {log:q} 2>&1"
 
 
 rule prepare_glue:
@@ -180,7 +180,7 @@ rule prepare_glue:
     log:
         "logs/data/glue/{glue_task}/prepare.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro prepare-glue --task {wildcards.glue_task:q} {params.flags} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "lnrepro prepare-glue --task {wildcards.glue_task:q} {params.flags} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule bpe_apply_glue:
@@ -199,7 +199,7 @@ rule bpe_apply_glue:
     log:
         "logs/data/glue/{glue_task}/bpe.{split}.{glue_column}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro bpe-apply --codes {input.codes:q} --input {input.text:q} --output {output:q} > {log:q} 2>&1"
+        "lnrepro bpe-apply --codes {input.codes:q} --input {input.text:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule binarize_glue:
@@ -220,5 +220,5 @@ rule binarize_glue:
     log:
         "logs/data/glue/{glue_task}/binarize.{split}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro binarize-pairs --dict {input.dict:q} --s1 {input.s1:q} --s2 {input.s2:q} --labels {input.labels:q}"
+        "lnrepro binarize-pairs --dict {input.dict:q} --s1 {input.s1:q} --s2 {input.s2:q} --labels {input.labels:q}"
         " --out {output:q} > {log:q} 2>&1"

@@ -20,5 +20,5 @@ rule check_claims:
     log:
         "logs/claims/check_claims.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables} {params.capped}"
+        "lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables} {params.capped}"
         " --csv {output.csv:q} --md {output.md:q} --provenance-csv {output.provenance:q} > {log:q} 2>&1"

@@ -11,10 +11,6 @@ from lnrepro.settings import ADMIN_PROFILE_METHOD  # a param of the jobs that pr
 # Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
 # even when the environment was not activated.
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-# Every shell starts with `keep_previous_log {log};`: the attempt before this one (a failed one that
-# a retry follows, or the last run) stays beside the log as LOG.previous, where `> {log}` alone
-# emptied a retried SLURM job's traceback. Snakemake's own prefix (strict bash) comes first.
-shell.prefix('set -euo pipefail; keep_previous_log() {{ [ ! -s "$1" ] || mv -f -- "$1" "$1.previous"; }}; ')
 P = Pipeline(config, workflow, checkpoints)
 P.validate_config()  # fills in the schema's defaults, so it comes before any other use of config
 

@@ -33,7 +33,7 @@ rule generate_corpus:
     log:
         "logs/data/{corpus}/generate.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro generate {params.flags} --out-dir {output:q} > {log:q} 2>&1"
+        "lnrepro generate {params.flags} --out-dir {output:q} > {log:q} 2>&1"
 
 
 rule prepare_iwslt14:
@@ -53,7 +53,7 @@ rule prepare_iwslt14:
     log:
         "logs/data/{corpus}/prepare_iwslt14.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro prepare-iwslt14 --roots {input:q} {params.langs} --out-dir {output:q} > {log:q} 2>&1"
+        "lnrepro prepare-iwslt14 --roots {input:q} {params.langs} --out-dir {output:q} > {log:q} 2>&1"
 
 
 rule prepare_wmt14:
@@ -75,7 +75,7 @@ rule prepare_wmt14:
     benchmark:
         "benchmarks/data/{corpus}/prepare_wmt14.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro prepare-wmt14 --roots {input:q} {params.flags} --out-dir {output:q} > {log:q} 2>&1"
+        "lnrepro prepare-wmt14 --roots {input:q} {params.flags} --out-dir {output:q} > {log:q} 2>&1"
 
 
 rule prepare_local:
@@ -95,7 +95,7 @@ rule prepare_local:
     log:
         "logs/data/{corpus}/prepare_local.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro prepare-local {params.flags} --out-dir {output:q} > {log:q} 2>&1"
+        "lnrepro prepare-local {params.flags} --out-dir {output:q} > {log:q} 2>&1"
 
 
 rule copy_tokenized:
@@ -116,7 +116,7 @@ rule copy_tokenized:
     log:
         "logs/data/{corpus}/copy_tokenized.{split}.{side}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro copy-text --input {params.raw:q} --output {output:q} > {log:q} 2>&1"
+        "lnrepro copy-text --input {params.raw:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule tokenize:
@@ -141,7 +141,7 @@ rule tokenize:
     benchmark:
         "benchmarks/data/{corpus}/tokenize{file}.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro tokenize {params.flags} --threads {threads} --input {params.text:q} --output {output:q} > {log:q} 2>&1"
+        "lnrepro tokenize {params.flags} --threads {threads} --input {params.text:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule clean_corpus:
@@ -161,7 +161,7 @@ rule clean_corpus:
     log:
         "logs/data/{corpus}/clean.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro clean {params.flags} --src-in {input.src:q} --tgt-in {input.tgt:q}"
+        "lnrepro clean {params.flags} --src-in {input.src:q} --tgt-in {input.tgt:q}"
         " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"
 
 
@@ -182,7 +182,7 @@ rule lowercase:
     log:
         "logs/data/{corpus}/lowercase.{part}.{side}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro lowercase {params.flag} --input {input:q} --output {output:q} > {log:q} 2>&1"
+        "lnrepro lowercase {params.flag} --input {input:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule split_valid:
@@ -206,7 +206,7 @@ rule split_valid:
     log:
         "logs/data/{corpus}/split_valid.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro split-valid --every {params.every} --inputs {input.src:q} {input.tgt:q}"
+        "lnrepro split-valid --every {params.every} --inputs {input.src:q} {input.tgt:q}"
         " --train-outputs {output.train_src:q} {output.train_tgt:q}"
         " --valid-outputs {output.valid_src:q} {output.valid_tgt:q} > {log:q} 2>&1"
 
@@ -228,7 +228,7 @@ rule bpe_learn:
     benchmark:
         "benchmarks/data/{corpus}/bpe{merges}.learn.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro bpe-learn --inputs {input:q} --merges {wildcards.merges:q} --codes {output:q} > {log:q} 2>&1"
+        "lnrepro bpe-learn --inputs {input:q} --merges {wildcards.merges:q} --codes {output:q} > {log:q} 2>&1"
 
 
 rule bpe_apply:
@@ -252,7 +252,7 @@ rule bpe_apply:
     benchmark:
         "benchmarks/data/{corpus}/bpe{merges}.apply.{split}.{side}.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro bpe-apply --codes {input.codes:q} --threads {threads} --input {input.text:q} --output {output:q} > {log:q} 2>&1"
+        "lnrepro bpe-apply --codes {input.codes:q} --threads {threads} --input {input.text:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule bpe_apply_uncleaned:
@@ -273,7 +273,7 @@ rule bpe_apply_uncleaned:
     log:
         "logs/data/{corpus}/bpe{merges}.apply.uncleaned.{split}.{side}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro bpe-apply --codes {input.codes:q} --threads {threads} --input {input.text:q} --output {output:q} > {log:q} 2>&1"
+        "lnrepro bpe-apply --codes {input.codes:q} --threads {threads} --input {input.text:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule clean_bpe:
@@ -296,7 +296,7 @@ rule clean_bpe:
     log:
         "logs/data/{corpus}/bpe{merges}.clean.{split}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro clean {params.flags} --src-in {input.src:q} --tgt-in {input.tgt:q}"
+        "lnrepro clean {params.flags} --src-in {input.src:q} --tgt-in {input.tgt:q}"
         " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"
 
 
@@ -315,7 +315,7 @@ rule check_counts:
     log:
         "logs/data/{corpus}/bpe{merges}.counts.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro check-counts {params.flags} --out {output:q} --log {log:q}"
+        "lnrepro check-counts {params.flags} --out {output:q} --log {log:q}"
 
 
 rule binarize:
@@ -334,6 +334,6 @@ rule binarize:
     log:
         "logs/data/{corpus}/bpe{merges}.binarize.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro binarize --src-lang src --tgt-lang tgt --train-prefix {params.prefix:q}/train"
+        "lnrepro binarize --src-lang src --tgt-lang tgt --train-prefix {params.prefix:q}/train"
         " --splits train valid test --prefixes {params.prefix:q}/train {params.prefix:q}/valid {params.prefix:q}/test"
         " --out-dir {params.prefix:q}/bin --dict-out {output.dict:q} > {log:q} 2>&1"

@@ -25,7 +25,7 @@ rule download_archive:
     log:
         "logs/download/{archive}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro download {params.flags} --out {params.file:q} --link {output:q} --log {log:q}"
+        "lnrepro download {params.flags} --out {params.file:q} --link {output:q} --log {log:q}"
 
 
 rule extract_archive:
@@ -45,4 +45,4 @@ rule extract_archive:
     log:
         "logs/download/{unpacked}.extract.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro extract --archive {input:q} --out {output:q} {params.flags} --log {log:q}"
+        "lnrepro extract --archive {input:q} --out {output:q} {params.flags} --log {log:q}"

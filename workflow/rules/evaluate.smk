@@ -24,7 +24,7 @@ rule evaluate:
     benchmark:
         "benchmarks/eval/{run}.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro evaluate --metrics {input.metrics:q} --data {params.data_dir:q} --reference {input.reference:q}"
+        "lnrepro evaluate --metrics {input.metrics:q} --data {params.data_dir:q} --reference {input.reference:q}"
         " {params.flags} --threads {threads} --out {output:q} > {log:q} 2>&1"
 
 
@@ -55,5 +55,5 @@ rule evaluate_averaged:
     benchmark:
         "benchmarks/eval/{run}_avg{n}.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro evaluate --metrics {input.metrics:q} --data {params.data_dir:q} --reference {input.reference:q}"
+        "lnrepro evaluate --metrics {input.metrics:q} --data {params.data_dir:q} --reference {input.reference:q}"
         " {params.flags} {params.average} --threads {threads} --out {output:q} > {log:q} 2>&1"

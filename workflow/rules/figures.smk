@@ -19,5 +19,5 @@ rule plot_figure:
     log:
         "logs/figures/{fig}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro figure --spec {params.spec:q} --runs-dir results --pdf {output.pdf:q} --csv {output.csv:q}"
+        "lnrepro figure --spec {params.spec:q} --runs-dir results --pdf {output.pdf:q} --csv {output.csv:q}"
         " --summary {output.summary:q} {params.scale_note} > {log:q} 2>&1"

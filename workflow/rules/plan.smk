@@ -15,4 +15,4 @@ rule plan:
     log:
         "logs/plan.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro plan --spec {params.spec:q} {params.throughput} --md {output.md:q} --csv {output.csv:q} > {log:q} 2>&1"
+        "lnrepro plan --spec {params.spec:q} {params.throughput} --md {output.md:q} --csv {output.csv:q} > {log:q} 2>&1"

@@ -23,7 +23,7 @@ rule probe_gradients:
     benchmark:
         "benchmarks/probe/init/{norm}_{layers}L.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro probe-gradients --data {params.data_dir:q} --norm {wildcards.norm:q} --layers {wildcards.layers:q}"
+        "lnrepro probe-gradients --data {params.data_dir:q} --norm {wildcards.norm:q} --layers {wildcards.layers:q}"
         " {params.flags} --threads {threads} --grads-out {output.grads:q}"
         " --concentration-out {output.concentration:q} > {log:q} 2>&1"
 
@@ -46,7 +46,7 @@ rule probe_after_warmup:
     benchmark:
         "benchmarks/probe/after_warmup/{run}.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro probe-gradients --data {params.data_dir:q} --checkpoint-metrics {input.metrics:q}"
+        "lnrepro probe-gradients --data {params.data_dir:q} --checkpoint-metrics {input.metrics:q}"
         " {params.flags} --threads {threads} --grads-out {output.grads:q}"
         " --concentration-out {output.concentration:q} > {log:q} 2>&1"
 
@@ -68,5 +68,5 @@ rule plot_gradient_norms:
     log:
         "logs/figures/fig3.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro plot-gradients --spec {params.spec:q} --grads {input.grads:q} --concentration {input.concentration:q}"
+        "lnrepro plot-gradients --spec {params.spec:q} --grads {input.grads:q} --concentration {input.concentration:q}"
         " --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note} > {log:q} 2>&1"

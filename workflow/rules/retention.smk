@@ -22,4 +22,4 @@ rule retain_checkpoints:
     log:
         "logs/retain/{stage}/{run}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro retain --metrics {input.metrics:q} --needs {params.needs:q} --manifest {output:q} > {log:q} 2>&1"
+        "lnrepro retain --metrics {input.metrics:q} --needs {params.needs:q} --manifest {output:q} > {log:q} 2>&1"

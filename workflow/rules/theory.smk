@@ -20,5 +20,5 @@ rule check_theory:
     benchmark:
         "benchmarks/theory/check_theory.tsv"
     shell:
-        "keep_previous_log {log:q}; lnrepro theory {params.flags} --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q}"
+        "lnrepro theory {params.flags} --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q}"
         " --checks {output.checks:q} {params.scale_note} > {log:q} 2>&1"

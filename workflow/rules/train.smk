@@ -32,7 +32,7 @@ checkpoint train:
     benchmark:
         "benchmarks/train/{run}.tsv"
     shell:
-        "keep_previous_log {log:q}; exec lnrepro train --data {params.data_dir:q} --out results/train/{wildcards.run:q} {params.flags}"
+        "exec lnrepro train --data {params.data_dir:q} --out results/train/{wildcards.run:q} {params.flags}"
         " --threads {threads} > {log:q} 2>&1"
 
 
@@ -50,5 +50,5 @@ rule admin_profile:
     log:
         "logs/admin/{run}.log",
     shell:
-        "keep_previous_log {log:q}; lnrepro admin-profile --data {params.data_dir:q} {params.flags} --out results/admin/{wildcards.run:q}"
+        "lnrepro admin-profile --data {params.data_dir:q} {params.flags} --out results/admin/{wildcards.run:q}"
         " --method {params.method} --omega-out {output:q} > {log:q} 2>&1"
