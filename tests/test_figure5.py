@@ -63,7 +63,8 @@ def draw(root, tmp_path, monkeypatch):
     saved = []
     monkeypatch.setattr(figure5, "save_figure", lambda fig, title, pdf, **_: saved.append((fig, title)))
     spec = {"title": "Fig 5", "runs": ["short", "blowup", "late"], "tasks": ["mrpc"],
-            "run_settings": {run: {"description": f"{run} run", "lr": 1e-3, "warmup": 0} for run in ("short", "blowup", "late")}}
+            "run_settings": {run: {"description": f"{run} run", "lr": 1e-3, "warmup": 0} for run in ("short", "blowup", "late")},
+            "rounds": {"short": [1, 2], "blowup": [1], "late": [1, 2]}}
     args = argparse.Namespace(spec=json.dumps(spec), results=str(root), pdf=str(tmp_path / "f.pdf"),
                               csv=str(tmp_path / "f.csv"), scale_note=None)
     assert figure5.run(args) == 0
@@ -124,3 +125,15 @@ def test_figure5_marks_divergence_caps_and_single_seeds(results, tmp_path, monke
     assert list(lines[legend[2]].get_ydata()) == [acc.loc[("late", 1), "value"]]  # round 2's is not a number
     bands = [tuple(c.get_facecolor()[0]) for c in mrpc.collections if len(c.get_paths())]
     assert bands == [to_rgba(lines[legend[2]].get_color(), 0.2)]  # late's two seeds; short's one seed has none
+
+
+def test_a_round_the_config_does_not_fine_tune_is_not_read(results, tmp_path, monkeypatch):
+    """Fig 5 read every round*.summary.csv in the folder: a demo rebuilt after `every` changed drew the
+    old setting's rounds beside the new ones. It reads the rounds its spec names."""
+    stale = results / "finetune" / "short" / "mrpc" / "round7.summary.csv"
+    stale.write_text((results / "finetune" / "short" / "mrpc" / "round1.summary.csv").read_text().replace("\n1,", "\n7,", 1))
+    try:
+        table, _ = draw(results, tmp_path, monkeypatch)
+    finally:
+        stale.unlink()
+    assert sorted(table[(table.panel == "mrpc") & (table.run == "short")]["round"]) == [1, 2]

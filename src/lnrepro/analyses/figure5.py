@@ -27,7 +27,8 @@ from .plotting import NORM_LABELS, legend, lr_text, save_figure, with_descriptio
 
 
 def add_arguments(p):
-    p.add_argument("--spec", required=True, type=json_object("title", "runs", "tasks", "run_settings"), help="JSON: title, runs, tasks, run_settings")
+    p.add_argument("--spec", required=True, type=json_object("title", "runs", "tasks", "run_settings", "rounds"),
+                   help="JSON: title, runs, tasks, run_settings, rounds {run: [the rounds fine-tuned]}")
     p.add_argument("--results", default="results", help="holds pretrain/{run}/metrics.csv and finetune/{run}/{task}/")
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
@@ -58,8 +59,8 @@ def long_table(spec, results):
                          "n": float("nan"), "seeds": float("nan"), "diverged": int(r["diverged"]),
                          "capped": capped, "note": diverged if r["diverged"] else ""})
         for task in spec["tasks"]:
-            for path in (results / "finetune" / run / task).glob("round*.summary.csv"):
-                s = pd.read_csv(path).iloc[0]
+            for round_ in spec["rounds"][run]:  # the configured rounds: a file of another setting's is stale
+                s = pd.read_csv(results / "finetune" / run / task / f"round{round_}.summary.csv").iloc[0]
                 ok = s["diverged"] == 0  # a diverged checkpoint has no accuracy to plot, whatever the file holds
                 n = s["n"] if "n" in s else s["seeds"]  # summaries before the n column: every seed gave a value
                 note = s.get("note") if isinstance(s.get("note"), str) else ""

@@ -98,4 +98,5 @@ class Bert:
     def fig5_spec(self, wildcards):
         spec = dict(self.bert_section()["fig5"])
         spec["run_settings"] = {run: self.bert_run_settings(run) for run in spec["runs"]}
+        spec["rounds"] = {run: self.finetuned_rounds(run) for run in spec["runs"]}  # what it reads: no other round's file
         return spec_argument(spec)
