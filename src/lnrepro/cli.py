@@ -162,7 +162,6 @@ def stop_on_sigterm(signum, frame):
     sys.exit(128 + signum)
 
 
-
 def main(argv=None):
     """The command line (argv None: the process's own, where a failed attempt's log is kept) or argv."""
     log, outcome = stdout_file() if argv is None else None, {"failed": True}  # failed until it returns 0

@@ -164,21 +164,20 @@ UNRECORDED = ("*" + SIDECAR_SUFFIX, "*.pt", "progress.csv", ".lnrepro.lock", "RE
 DELETED, MISSING = "deleted since its provenance was recorded", "missing"
 
 
-def is_recorded_kind(path, results_dir):
-    """Whether the command that writes `path` records it: a file under results_dir, outside its
-    prepared data, of none of the UNRECORDED kinds."""
-    try:
-        relative = Path(path).resolve().relative_to(Path(results_dir).resolve())
-    except ValueError:
-        return False
-    return relative.parts[0] != "data" and not any(fnmatch.fnmatch(relative.name, pattern) for pattern in UNRECORDED)
+def is_recorded_kind(relative):
+    """Whether the command that writes a file of the results folder (its path relative to the folder)
+    records it: anything outside the prepared data but the UNRECORDED kinds."""
+    relative = Path(relative)
+    return relative.parts[0] not in ("data", os.pardir) and not any(fnmatch.fnmatch(relative.name, pattern)
+                                                                    for pattern in UNRECORDED)
 
 
 def recorded_results(results_dir):
     """Every file under results_dir (relative to it) that the command which wrote it records: a result
     found there without its record was made, or changed, by something else."""
     results_dir = Path(results_dir)
-    return sorted(p.relative_to(results_dir) for p in results_dir.rglob("*") if p.is_file() and is_recorded_kind(p, results_dir))
+    return sorted(p.relative_to(results_dir) for p in results_dir.rglob("*")
+                  if p.is_file() and is_recorded_kind(p.relative_to(results_dir)))
 
 
 def foreign_results(results_dir, commit, required=()):
@@ -223,7 +222,9 @@ def untrusted_inputs(results_dir="results"):
     recorded; none where nothing is watched (a command called from Python, e.g. by a test)."""
     if not _inputs_read:
         return []
-    read_results = sorted(p for p in _inputs_read if os.path.isfile(p) and is_recorded_kind(p, results_dir))
+    folder = os.path.realpath(results_dir)  # once, not per file read
+    read_results = sorted(p for p in _inputs_read
+                          if os.path.isfile(p) and is_recorded_kind(os.path.relpath(os.path.realpath(p), folder)))
     flagged = [(os.path.relpath(p), concern(read(p), UNKNOWN, p)) for p in read_results]
     return [(path, why) for path, why in flagged if why in UNTRUSTED]
 
