@@ -15,6 +15,7 @@ sys.path.insert(0, f"{workflow.basedir}/workflow/lib")
 if os.path.isdir(f"{workflow.basedir}/src/lnrepro"):
     sys.path.insert(0, f"{workflow.basedir}/src")
 from run_progress import Progress  # noqa: E402  the terminal's progress lines and the summary at the end
+from lnrepro.pipeline.ownership import claim_planned_outputs  # noqa: E402
 
 # --configfile replaces the demo instead of being merged into it
 if not workflow.overwrite_configfiles:
@@ -73,6 +74,7 @@ progress = Progress()
 
 
 onstart:
+    claim_planned_outputs(workflow)  # another config's results in this checkout stop the run, before any job
     progress.start()
 
 

@@ -368,7 +368,7 @@ def test_a_pass_where_the_config_says_its_scale_cannot_compare_is_not_counted(tm
     assert list(table.scaled_result) == ["PASS", claims.NOT_AT_THIS_SCALE]
     assert "**1 of 2 claims reproduced as the paper states** (each on the paper's range; 1 more land in it" in md
     assert "coincidences, not counted" in md
-    lines = verdicts.readme_table(table).splitlines()
+    lines = verdicts.doc_table(table).splitlines()
     assert lines[1].startswith("Of 2 claims, the demo reproduces 1 as the paper states (the paper's range; 1 more")
 
 
@@ -433,11 +433,11 @@ def test_a_scale_without_a_reason_or_of_no_claim_is_a_config_error(tmp_path, edi
     assert not (tmp_path / "results").exists()
 
 
-def test_the_readmes_verdict_table_is_the_committed_verdicts():
-    """README "What the demo does not reproduce" is written by `lnrepro verdicts` from the demo's
-    claims.csv; its claims are those tests/demo_verdicts.csv says FAIL at the demo's scale."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split(verdicts.BEGIN)[1].split(verdicts.END)[0]
+def test_the_demo_docs_verdict_table_is_the_committed_verdicts():
+    """docs/demo.md "What the demo does not reproduce" is written by `lnrepro verdicts --doc` from the
+    demo's claims.csv; its claims are those tests/demo_verdicts.csv says FAIL at the demo's scale."""
+    doc = (ROOT / "docs" / "demo.md").read_text()
+    section = doc.split(verdicts.BEGIN)[1].split(verdicts.END)[0]
     committed = pd.read_csv(ROOT / "tests" / "demo_verdicts.csv", keep_default_na=False)
     failed = sorted(committed.claim[committed.scaled_result == "FAIL"])
     assert sorted(re.findall(r"^\| `([^`]+)` \|", section, flags=re.M)) == failed

@@ -125,10 +125,10 @@ def test_every_boolean_option_uses_the_strict_parser(command):
     assert lenient == []
 
 
-def test_the_readme_names_every_command_rule_file_and_core_module():
-    """The README's Layout and command list are what the tree holds (they went stale before)."""
-    readme = (ROOT / "README.md").read_text()
+def test_the_layout_doc_names_every_command_rule_file_and_core_module():
+    """docs/layout.md's Layout and command list are what the tree holds (they went stale before)."""
+    layout = (ROOT / "docs" / "layout.md").read_text()
     names = {f"`{c}`" for c in COMMANDS} | {p.name for p in (ROOT / "workflow" / "rules").glob("*.smk")}
     names |= {p.stem for p in (ROOT / "src" / "lnrepro" / "core").glob("*.py") if p.stem != "__init__"}
-    missing = {n for n in names if n not in readme}
-    assert not missing, f"README.md does not name: {sorted(missing)}"
+    missing = {n for n in names if n not in layout}
+    assert not missing, f"docs/layout.md does not name: {sorted(missing)}"

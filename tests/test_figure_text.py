@@ -35,7 +35,10 @@ def titles(node):
 
 # the longest of the configs' titles (Liu et al. Fig 11's today): every figure is drawn under it
 TITLE = max((t for c in CONFIGS for t in titles(yaml.safe_load(c.read_text()))), key=len)
-MARK = yaml.safe_load(CONFIGS[0].read_text())["scale_note"]  # the demo's, under every title
+# the demo's scale note at its longest (each figure's says what its runs trained), under every title
+MARK = (yaml.safe_load(CONFIGS[0].read_text())["scale_note"] + ": 6+6 to 18+18 layers, d=64, generated deen / ende "
+        "data, 6-20 epochs, lrs x2 of the run names' (the papers'), warm-ups 500 -> 36, 4000 -> 290 / 100 updates; "
+        "models at initialization, 6-14 layers per side, d=64")
 
 
 def rows(**columns):
@@ -147,6 +150,23 @@ def test_every_text_lies_inside_the_figure_and_fonts_are_truetype(case, drawn, t
     assert outside == [], f"page {page.extents}"
     assert fonts_are_truetype((tmp_path / "f.pdf").read_bytes())
     assert png_is_drawn(tmp_path / "f.png")  # the report's preview, beside the PDF
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
+def test_every_heat_map_has_a_colour_bar(case, monkeypatch, tmp_path):
+    """Fig 10's BLEU heat map had none, so its colours had no unit (issue 44)."""
+    figures, savefig = [], Figure.savefig
+
+    def save(self, fname, **kwargs):
+        figures.append(self)
+        return savefig(self, fname, **kwargs)
+    monkeypatch.setattr(Figure, "savefig", save)
+    case(tmp_path / "f.pdf")
+    heat_maps = [ax for ax in figures[0].axes if ax.images]
+    # one colour bar may serve a row of panels: an image is explained by a bar of its colour map and limits
+    explained = {(im.get_cmap().name, im.get_clim()) for ax in heat_maps for im in ax.images if im.colorbar is not None}
+    assert all(any((im.get_cmap().name, im.get_clim()) in explained for im in ax.images) for ax in heat_maps)
+    assert bool(heat_maps) == (case in (lr_grid_case, update_norms_case, layer_dependency_case))
 
 
 def test_the_configs_longest_title_is_long_enough_to_need_wrapping():

@@ -1,5 +1,5 @@
 """`lnrepro gpu-check` at toy size on the CPU: every stage of the prepared GPU check runs, so it cannot rot
-before a GPU is lent (its paper-size run on an H200: README, Speed)."""
+before a GPU is lent (its paper-size run on an H200: docs/speed.md)."""
 import csv
 
 import pytest

@@ -1,6 +1,6 @@
-"""Your own corpus (README "Your own corpus"): config/own_corpus.example.yaml, as shipped, on tiny
+"""Your own corpus (docs/own_corpus.md): config/own_corpus.example.yaml, as shipped, on tiny
 text files at the paths it names: prepare the data, train its run for its 1 epoch, score BLEU.
-Then what an edit of its decoding reruns (README "Working with the DAG"). About 30 s on 2 cores."""
+Then what an edit of its decoding reruns (docs/dag.md, "Working with the DAG"). About 30 s on 2 cores."""
 import math
 import random
 import re
@@ -37,20 +37,20 @@ def own(tmp_path_factory):
     write_text(workdir, cfg["corpora"]["mine"]["files"])
     merges = cfg["corpora"]["mine"]["bpe_merges"]
     terminals = [snakemake(workdir, target, "--configfile", EXAMPLE, "--cores", "2").stderr
-                 for target in (f"results/data/mine/bpe{merges}/bin/dict.txt",  # the README's three commands
+                 for target in (f"results/data/mine/bpe{merges}/bin/dict.txt",  # docs/own_corpus.md's three commands
                                 "results/train/mine_preln/metrics.csv", "results/eval/mine_preln/bleu.csv")]
     (workdir / "train_terminal.txt").write_text(terminals[1])  # for test_the_terminal_...
     return workdir, cfg
 
 
-def test_example_names_the_readmes_corpus_run_and_target():
+def test_example_names_the_own_corpus_docs_corpus_run_and_target():
     cfg = yaml.safe_load((ROOT / EXAMPLE).read_text())
     assert cfg["corpora"]["mine"]["source"] == "local" and cfg["corpora"]["mine"]["bpe_merges"] == 100
     assert list(cfg["runs"]) == ["mine_preln"] and cfg["train_defaults"]["corpus"] == "mine"
-    readme = (ROOT / "README.md").read_text()
+    doc = (ROOT / "docs" / "own_corpus.md").read_text()
     for text in ("results/data/mine/bpe100/bin/dict.txt", "results/train/mine_preln/metrics.csv",
                  "results/eval/mine_preln/bleu.csv", EXAMPLE):
-        assert text in readme
+        assert text in doc
 
 
 def test_own_corpus_is_prepared_binarized_trained_and_scored(own):

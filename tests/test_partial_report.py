@@ -1,5 +1,5 @@
-"""`snakemake --report` after a partial build (README "Fig 3, the theory checks, the claims table
-and the report"): without targets it reports on rule all and stops at the first figure not built;
+"""`snakemake --report` after a partial build (docs/papers.md, "Fig 3, the theory checks, the claims
+table and the report"): without targets it reports on rule all and stops at the first figure not built;
 naming the built targets reports on those, and a browser shows the figure's preview (its PNG: a PDF
 there is blank). One cheap figure (the theory checks, ~10-30 s)."""
 import subprocess
@@ -13,7 +13,7 @@ import browser
 from lnrepro.pipeline.common import rst_literal
 from workflow_helpers import ROOT, snakemake, workflow_copy
 
-ON_DISK = "$(ls results/figures/*.pdf results/tables/*.csv results/claims.csv 2>/dev/null)"  # the README's
+ON_DISK = "$(ls results/figures/*.pdf results/tables/*.csv results/claims.csv 2>/dev/null)"  # docs/papers.md's
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_report_on_a_partial_build_names_its_targets(theory_report):
     html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "theory.png" in html and "theory_checks.csv" in html
     assert "fig2.png" not in html  # what was not built is not in it
-    # the README's form: every figure, table and claims table on disk
+    # docs/papers.md's form: every figure, table and claims table on disk
     subprocess.run(f"{sys.executable} -m snakemake {ON_DISK} --report on_disk.html", shell=True, cwd=workdir,
                    check=True, capture_output=True)
     assert "theory_checks.csv" in (workdir / "on_disk.html").read_text(encoding="utf-8", errors="replace")

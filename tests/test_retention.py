@@ -4,6 +4,7 @@ plan's before/after and throughput keys, and the retain_checkpoints jobs through
 tiny config."""
 import csv
 import json
+import math
 import re
 
 import pytest
@@ -13,7 +14,7 @@ from lnrepro.analyses import plan
 from lnrepro.args import missing_input
 from lnrepro.training import retain
 from test_plan import SMALL
-from test_resume import tiny_config
+from test_resume import RUN, tiny_config
 from workflow_helpers import snakemake, workflow_copy
 
 TEN = [(e, 100 * e) for e in range(1, 11)]  # 10 epochs of 100 updates
@@ -161,28 +162,35 @@ def test_plan_markdown_states_the_retention_and_throughput(tmp_path):
     p = plan.plan(spec, peak_tflops=2.0, mfu=0.5, fp32_peak_tflops=0.5)
     text = plan.markdown(p, 2.0, 0.5, 0.5)
     assert "after retention GB" in text and "`checkpoints: {keep: needed}`, this config's" in text
-    assert "50% MFU" in text and "fp16/bf16 runs 2 TFLOP/s" in text and "plan: {mfu, bf16_tflops, fp32_tflops}" in text
+    assert "50% MFU of 2 TFLOP/s for fp16/bf16, 0.5 for fp32" in text
+    assert "`plan: {updates_per_s, decode_sentences_per_s, mfu, bf16_tflops, fp32_tflops, cpu_gflops_per_thread}`" in text
     kept_all = plan.markdown(plan.plan({**spec, "checkpoints": {**spec["checkpoints"], "keep": "all"}}), 989, 0.3)
     assert "This config keeps all" in kept_all
 
 
 # ---- through Snakemake: the plan's throughput key, the retain jobs ------------------------------
-def plan_total_hours(workdir, cfg, name):
+def planned_jobs(workdir, cfg, name="plan.yaml"):
+    """results/plan_jobs.csv and plan.md of `lnrepro plan` run by the workflow on cfg (one config file: its
+    results are that file's, edited)."""
     (workdir / name).write_text(yaml.safe_dump(cfg))
     snakemake(workdir, "results/plan.md", "--cores", "1", "--configfile", name, "--forcerun", "plan")
-    return float(next(r for r in csv.DictReader(open(workdir / "results" / "plan.csv")) if r["scope"] == "total")["gpu_hours"])
+    jobs = {(r["rule"], r["job"]): r for r in csv.DictReader(open(workdir / "results" / "plan_jobs.csv"))}
+    return jobs, (workdir / "results" / "plan.md").read_text()
 
 
 def test_the_plan_key_sets_the_throughput(tmp_path):
-    """plan.mfu halved doubles the GPU-hours; the plan states the assumed MFU."""
+    """The config's `plan:` reaches the plan: the measured pass by default, plan.updates_per_s in its place (the
+    tiny run on a GPU: 1+1 layers, 6 updates an epoch x 2, 2/12 of a pass each, + the warm-up of 2 x 12 passes)."""
     workdir = workflow_copy(tmp_path)
     cfg = tiny_config()
-    default = plan_total_hours(workdir, cfg, "default.yaml")
-    assert "30% MFU" in (workdir / "results" / "plan.md").read_text()
-    halved = plan_total_hours(workdir, {**cfg, "plan": {"mfu": 0.15}}, "halved.yaml")
-    assert halved == pytest.approx(2 * default) and "15% MFU" in (workdir / "results" / "plan.md").read_text()
-    fp32 = plan_total_hours(workdir, {**cfg, "plan": {"fp32_tflops": 134}}, "fp32.yaml")  # the tiny runs are fp32
-    assert fp32 == pytest.approx(default / 2)
+    cfg["train_defaults"]["device"] = "cuda"  # planned, never run
+    jobs, text = planned_jobs(workdir, cfg)
+    assert "30% MFU" in text and "| measured H200 2026-11-28 |" not in text  # a 1+1 model: scaled, our reading
+    assert float(jobs[("train", RUN)]["estimated_minutes"]) == round((12 + 24) * 2 / 12 / 13.61 / 60 + 2, 1)
+    jobs, text = planned_jobs(workdir, {**cfg, "plan": {"updates_per_s": {"fp32": 0.005}, "mfu": 0.15}})
+    assert "15% MFU" in text and "(config plan.updates_per_s)" in text
+    assert float(jobs[("train", RUN)]["estimated_minutes"]) == round((12 + 24) * 2 / 12 / 0.005 / 60 + 2, 1)  # 22 min
+    assert int(jobs[("train", RUN)]["runtime_minutes"]) == math.ceil(1.5 * ((12 + 24) * 2 / 12 / 0.005 / 60 + 2)) == 33
 
 
 def retention_config(keep):
@@ -229,9 +237,9 @@ def test_retain_jobs_keep_what_later_steps_read_and_a_new_beam_fails_in_one_line
                                              and f.split(f"{run}/")[1] not in files)
     assert "Nothing to be done" in snakemake(workdir, "-n", "--configfile", "tiny.yaml").stdout
 
-    cfg["corpora"]["deen"]["decode"]["beam"] = 2  # decoding reruns: it needs every epoch again
-    (workdir / "beam.yaml").write_text(yaml.safe_dump(cfg))
-    failed = snakemake(workdir, "results/eval/a/bleu.csv", "--cores", "1", "--configfile", "beam.yaml", check=False)
+    cfg["corpora"]["deen"]["decode"]["beam"] = 2  # an edit of the config: decoding reruns, it needs every epoch again
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    failed = snakemake(workdir, "results/eval/a/bleu.csv", "--cores", "1", "--configfile", "tiny.yaml", check=False)
     assert failed.returncode != 0
     log = (workdir / "logs" / "eval" / "a.log").read_text()
     assert "Traceback" not in log

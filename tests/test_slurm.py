@@ -163,7 +163,7 @@ def test_figure_through_slurm_equals_the_local_run(cluster, local_run, slurm_dir
     assert_same_numbers(local_run, slurm_dir, "results/figures/tiny.csv")
     assert (slurm_dir / "results" / "figures" / "tiny.pdf").read_bytes()[:5] == b"%PDF-"
     # the jobs' progress reaches the user's terminal: Snakemake's own process follows their logs
-    # on the shared file system (README, "Following a run"), then sums up
+    # on the shared file system (docs/demo.md, "Following a run"), then sums up
     for run in ("post", "pre"):
         assert f"[train {run}] epoch 2/2 done | train " in terminal, terminal[-3000:]
     assert re.search(r"lnrepro: \d+ jobs done in ", terminal) and "tiny.pdf*" in terminal

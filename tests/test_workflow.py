@@ -200,7 +200,7 @@ def test_admin_on_one_side_plans_its_profiling(tmp_path):
 
 def test_lint_is_clean():
     """Every lint, "Mixed rules and functions in same snakefile" too: the rule files hold rules, their
-    helpers live in lnrepro.pipeline (README, Layout)."""
+    helpers live in lnrepro.pipeline (docs/layout.md)."""
     proc = snakemake(ROOT, "--lint", check=False)
     lints = set(re.findall(r"^    \* (.+):$", proc.stdout + proc.stderr, re.M))
     assert not lints and "Congratulations" in proc.stdout + proc.stderr, proc.stdout + proc.stderr

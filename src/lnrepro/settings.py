@@ -100,11 +100,12 @@ MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropou
               "act_dropout", "share_all_embeddings")
 DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "init", "seed", "max_tokens")  # what rebuilds a run's init
 UPDATE_NORM_KEYS = ("optimizer", "max_tokens", "seed", "label_smoothing")  # what update-norms needs of a run
-# what the cost plan (lnrepro plan) reads of a translation or BERT run: its size, batches, length, precision
+# what the cost plan (lnrepro plan) reads of a translation or BERT run: its size, batches, length, precision,
+# device (a GPU's or the CPU's time)
 PLAN_KEYS = ("corpus", "d_model", "ffn_dim", "enc_layers", "dec_layers", "layers", "enc_norm", "dec_norm", "norm",
              "share_all_embeddings", "max_tokens", "update_freq", "gpus", "nodes", "epochs", "max_updates",
              "optimizer", "momentum", "block_size", "nsp", "short_block_size", "short_fraction",
-             "short_max_tokens", "valid_interval", "precision")
+             "short_max_tokens", "valid_interval", "precision", "device")
 
 
 # ---- a run's settings -> a command's flags ----

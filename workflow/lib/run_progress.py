@@ -178,7 +178,7 @@ def here(path):
 
 
 def report_command(configfiles, all_targets):
-    """The README's report command for what is on disk: rule all's when all of it is built."""
+    """The report command of docs/papers.md for what is on disk: rule all's when all of it is built."""
     flags = "".join(f" --configfile {shlex.quote(str(here(c)))}" for c in configfiles)
     if all(Path(t).exists() for t in all_targets):
         return f"snakemake{flags} --report report.html"

@@ -12,12 +12,15 @@ rule gradient_vanishing:
         unpack(P.vanishing_data),
     output:
         pdf="results/figures/liu_fig5.pdf",
-        png=report("results/figures/liu_fig5.png", caption="../report/admin.rst", category="Admin"),
-        csv=report("results/figures/liu_fig5.csv", caption="../report/admin.rst", category="Admin"),
+        png=report("results/figures/liu_fig5.png", caption="../report/liu.rst", category="Admin"),
+        csv=report("results/figures/liu_fig5.csv", caption="../report/liu.rst", category="Admin"),
         summary="results/figures/liu_fig5_vanishing.csv",
     params:
+        caption=P.report_caption("admin", "gradients", table="results/figures/liu_fig5_vanishing.csv",
+                                 got="per norm combination, the first sublayer's gradient norm over the top one's, "
+                                     "mean of the seeds, and whether it vanishes"),
         flags=P.vanishing_flags,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("vanishing"),
     threads: P.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
@@ -35,12 +38,15 @@ rule output_change:
         unpack(P.output_change_data),
     output:
         pdf="results/figures/liu_fig2.pdf",
-        png=report("results/figures/liu_fig2.png", caption="../report/admin.rst", category="Admin"),
-        csv=report("results/figures/liu_fig2.csv", caption="../report/admin.rst", category="Admin"),
+        png=report("results/figures/liu_fig2.png", caption="../report/liu.rst", category="Admin"),
+        csv=report("results/figures/liu_fig2.csv", caption="../report/liu.rst", category="Admin"),
         fits="results/figures/liu_fig2_fits.csv",
     params:
+        caption=P.report_caption("admin", "output_change", table="results/figures/liu_fig2_fits.csv",
+                                 got="per norm and perturbation, the output change fitted against N and ln N: "
+                                     "slope, intercept, r"),
         flags=P.output_change_flags,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("output_change"),
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models are profiled in the job: a new method reruns it
     threads: P.threads("train")
     conda:
@@ -59,8 +65,11 @@ rule admin_table1:
         unpack(P.table1_inputs),
     output:
         md="results/tables/admin_table1.md",
-        csv=report("results/tables/admin_table1.csv", caption="../report/admin.rst", category="Admin"),
+        csv=report("results/tables/admin_table1.csv", caption="../report/liu.rst", category="Admin"),
     params:
+        caption=P.report_caption("admin", "table1", table="results/tables/admin_table1.csv",
+                                 got="per encoder and decoder norm, gradient vanishing at initialization (the "
+                                     "decoder's bottom/top ratio) and the run's status, final valid loss and BLEU"),
         spec=P.table1_spec,
     conda:
         "../../envs/lnrepro.yaml"
@@ -76,8 +85,10 @@ rule admin_table2:
         unpack(P.table2_inputs),
     output:
         md="results/tables/admin_table2.md",
-        csv=report("results/tables/admin_table2.csv", caption="../report/admin.rst", category="Admin"),
+        csv=report("results/tables/admin_table2.csv", caption="../report/liu.rst", category="Admin"),
     params:
+        caption=P.report_caption("admin", "table2", table="results/tables/admin_table2.csv",
+                                 got="per norm and depth, the run's status, final valid loss (bits) and test BLEU"),
         spec=P.table2_spec,
     conda:
         "../../envs/lnrepro.yaml"
@@ -93,11 +104,13 @@ rule lr_grid:
         unpack(P.lr_grid_inputs),
     output:
         pdf="results/figures/liu_fig10.pdf",
-        png=report("results/figures/liu_fig10.png", caption="../report/admin.rst", category="Admin"),
-        csv=report("results/figures/liu_fig10.csv", caption="../report/admin.rst", category="Admin"),
+        png=report("results/figures/liu_fig10.png", caption="../report/liu.rst", category="Admin"),
+        csv=report("results/figures/liu_fig10.csv", caption="../report/liu.rst", category="Admin"),
     params:
+        caption=P.report_caption("admin", "lr_grid", table="results/figures/liu_fig10.csv",
+                                 got="per norm, lr and beta2, the run's status, test BLEU and final valid loss"),
         spec=P.lr_grid_spec,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("lr_grid"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -114,13 +127,17 @@ rule layer_dependency:
         checkpoints=P.dependency_checkpoints,
     output:
         pdf="results/figures/liu_{ldfig}.pdf",
-        png=report("results/figures/liu_{ldfig}.png", caption="../report/admin.rst", category="Admin"),
-        csv=report("results/figures/liu_{ldfig}.csv", caption="../report/admin.rst", category="Admin"),
+        png=report("results/figures/liu_{ldfig}.png", caption="../report/liu.rst", category="Admin"),
+        csv=report("results/figures/liu_{ldfig}.csv", caption="../report/liu.rst", category="Admin"),
+        summary="results/figures/liu_{ldfig}_summary.csv",
     wildcard_constraints:
         ldfig="fig7|fig8",
     params:
+        caption=P.report_caption("admin", "layer_dependency", "{ldfig}", table="results/figures/liu_{ldfig}_summary.csv",
+                                 got="per run, state and side, the mean share beta of each sublayer's own branch, "
+                                     "of the branch below it and of the embeddings"),
         spec=P.dependency_spec,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("dependency"),
         data_dir=P.dependency_data_dir,
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models at init are profiled in the job
     threads: P.threads("train")
@@ -132,7 +149,8 @@ rule layer_dependency:
         "benchmarks/admin/liu_{ldfig}.tsv"
     shell:
         "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
-        " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} {params.scale_note} > {log:q} 2>&1"
+        " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note}"
+        " > {log:q} 2>&1"
 
 
 # Figs 3 and 11: per epoch pair of each run, every matrix's gradient and update norm (seconds).
@@ -143,14 +161,14 @@ rule update_norms:
     output:
         pdf="results/figures/liu_{unfig}.pdf",
         png=report("results/figures/liu_{unfig}.png", caption="../report/update_norms.rst", category="Admin"),
-        csv=report("results/figures/liu_{unfig}.csv", caption="../report/admin.rst", category="Admin"),
+        csv=report("results/figures/liu_{unfig}.csv", caption="../report/update_norms.rst", category="Admin"),
         summary="results/figures/liu_{unfig}_summary.csv",
     wildcard_constraints:
         unfig="fig3|fig11",
     params:
         caption=P.report_caption("admin", "update_norms", "{unfig}"),  # its config text, shown literally in the report
         spec=P.update_norms_spec,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("update_norms"),
         data_dir=P.update_norms_data_dir,
     threads: P.threads("train")
     conda:

@@ -18,7 +18,7 @@ checkpoint pretrain:
     threads: P.train_threads
     resources:
         mem_mb=P.mem_mb("train"),
-        runtime=P.runtime("train"),
+        runtime=P.runtime("train", "pretrain"),
         gpu=P.train_gpu,
         gpu_model=P.train_gpu_model,
         nodes=P.train_nodes,
@@ -50,7 +50,7 @@ rule finetune:
     threads: P.threads("evaluate")
     resources:
         mem_mb=P.mem_mb("evaluate"),
-        runtime=P.runtime("evaluate"),
+        runtime=P.runtime("evaluate", "finetune"),
         gpu=P.eval_gpu,
         gpu_model=P.eval_gpu_model,
     conda:
@@ -75,7 +75,7 @@ rule plot_fig5:
     params:
         caption=P.report_caption("bert", "fig5"),  # its config text, shown literally in the report
         spec=P.fig5_spec,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("fig5"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -14,7 +14,7 @@ rule evaluate:
     threads: P.threads("evaluate")
     resources:
         mem_mb=P.mem_mb("evaluate"),
-        runtime=P.runtime("evaluate"),
+        runtime=P.runtime("evaluate", "evaluate"),
         gpu=P.eval_gpu,
         gpu_model=P.eval_gpu_model,
     conda:
@@ -45,7 +45,7 @@ rule evaluate_averaged:
     threads: P.threads("evaluate")
     resources:  # evaluate's: it decodes on the run's device (decode_flags) as evaluate does
         mem_mb=P.mem_mb("evaluate"),
-        runtime=P.runtime("evaluate"),
+        runtime=P.runtime("evaluate", "evaluate_averaged"),
         gpu=P.eval_gpu,
         gpu_model=P.eval_gpu_model,
     conda:

@@ -13,7 +13,7 @@ rule plot_figure:
     params:
         caption=P.report_caption("figures", "{fig}"),  # its config text, shown literally in the report
         spec=P.figure_spec,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("figure"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -62,7 +62,7 @@ rule plot_gradient_norms:
     params:
         caption=P.report_caption("gradient_probe"),  # its config text, shown literally in the report
         spec=P.gradient_figure_spec,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("gradient_probe"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -1,6 +1,8 @@
 # What each job asks for; common.smk includes this file, so every rule file has it. A job's
 # `threads:` and, for a cluster, its `resources:`, from the config's `resources` section and
-# each run's `device`, `nodes` and `gpus`. The SLURM executor (--profile slurm) turns them into
+# each run's `device`, `nodes` and `gpus`; a train, pretrain, evaluate, evaluate_averaged or finetune
+# job's `runtime`, where the config sets none, is the cost plan's for that job (lnrepro.pipeline.plan:
+# planned_job, from the config alone; results/plan_jobs.csv). The SLURM executor (--profile slurm) turns them into
 # sbatch options (gpu -> --gpus, nodes, tasks, mem_mb -> --mem, runtime -> --time). A local run
 # counts only threads, and `gpu` where a profile sets a limit (profiles/local: resources gpu=1).
 # Every value is None unless it applies, and Snakemake leaves a None resource out.

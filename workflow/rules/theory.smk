@@ -11,7 +11,7 @@ rule check_theory:
     params:
         caption=P.report_caption("theory"),  # its config text, shown literally in the report
         flags=P.theory_flags,
-        scale_note=P.scale_note_flag(),
+        scale_note=P.scale_note("theory"),
     threads: P.threads("train")
     conda:
         "../../envs/lnrepro.yaml"

@@ -18,7 +18,7 @@ checkpoint train:
     threads: P.train_threads
     resources:
         mem_mb=P.mem_mb("train"),
-        runtime=P.runtime("train"),
+        runtime=P.runtime("train", "train"),  # the cost plan's estimate where the config sets none
         gpu=P.train_gpu,
         gpu_model=P.train_gpu_model,
         nodes=P.train_nodes,

@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from ..args import add_scale_note_argument, json_object  # noqa: E402
 from ..settings import STEP_SCHEDULES, TRAIN_DEFAULTS  # noqa: E402
@@ -33,6 +33,12 @@ from .plotting import NORM_LABELS, legend, lr_text, save_figure, with_descriptio
 METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
                  "grad_norm": "gradient norm", "lr": "learning rate", "valid_ppl": "validation perplexity"}
 LOG_SCALE = {"valid_ppl"}  # perplexities span orders of magnitude early in training
+HIGHER_IS_BETTER = {"bleu"}
+# a BLEU axis spans at least 0-1: SGD's runs at BLEU 0.02-0.07 autoscaled into a shape that was noise
+MIN_BLEU_TOP = 1.0
+# runs of different lengths in one panel (Fig 4's 20-epoch pair beside 8-epoch runs): where the longer
+# ones rise so far that the epochs all runs share fill under this share of the axis, an inset shows them
+ZOOM_BELOW_SHARE = 0.4
 
 
 def add_arguments(p):
@@ -164,20 +170,57 @@ def legend_label(curve):
     return label + (" [CAPPED]" if curve.capped.any() else "")
 
 
+def run_colours(table):
+    """One colour per legend label for the whole figure, so a colour means the same training in every
+    panel: each panel's own cycle gave Fig 2's first Adam run and first SGD run the same blue, while
+    Liu et al.'s Fig 9 keeps Post-LN, Pre-LN and Admin in one colour each at every depth."""
+    labels = list(dict.fromkeys(table.label))
+    cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
+    colour = {label: cmap(i % cmap.N) for i, label in enumerate(labels)}
+    return {run: colour[label] for run, label in zip(table.run, table.label)}
+
+
+def draw_curves(ax, curves, colours, labelled=True):
+    for run, curve in curves.groupby("run", sort=False):
+        ok = plotted(curve)
+        # a run with no value (diverged before its first checkpoint) gets a legend entry, no point
+        ax.plot(ok.epoch, ok.value, marker="o" if len(ok) else "x", ms=3, color=colours[run],
+                label=legend_label(curve) if labelled else None)
+        if curve.diverged.any() and len(ok):  # at its last value, where it diverged
+            ax.plot([curve.epoch.max()], [ok.value.iloc[-1]], marker="x", ms=10, mew=2, color=colours[run])
+
+
+def shared_epochs_zoom(ax, curves, metric, colours):
+    """An inset over the epochs every run of the panel has, where runs of different lengths squash them
+    (the shorter runs' values fill under ZOOM_BELOW_SHARE of the axis); None where none is needed."""
+    ok = plotted(curves)
+    lengths = ok.groupby("run").epoch.max()
+    if ok.empty or lengths.nunique() < 2 or metric in LOG_SCALE:
+        return None
+    shared = ok[ok.epoch <= lengths.min()]
+    low, high = ax.get_ylim()
+    if shared.value.max() - shared.value.min() >= ZOOM_BELOW_SHARE * (high - low):
+        return None
+    # where the longer runs are not: low on the right for a rising metric, high on the right for a falling one
+    inset = ax.inset_axes([0.55, 0.1, 0.42, 0.36] if metric in HIGHER_IS_BETTER else [0.55, 0.55, 0.42, 0.36])
+    draw_curves(inset, curves[curves.epoch <= lengths.min()], colours, labelled=False)
+    inset.set_title(f"epochs 1-{int(lengths.min())}, zoomed", fontsize=7)
+    inset.tick_params(labelsize=6)
+    inset.xaxis.set_major_locator(MaxNLocator(integer=True))
+    inset.grid(alpha=0.3)
+    return inset
+
+
 def draw(spec, table, pdf, mark=None):
     panels = spec["panels"]
     ncols = min(2, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 4.2 * nrows), squeeze=False)
+    colours = run_colours(table)
     for i, panel in enumerate(panels):
         ax = axes[i // ncols][i % ncols]
         curves = table[table.panel == i]
-        for run, curve in curves.groupby("run", sort=False):
-            ok = plotted(curve)
-            # a run with no value (diverged before its first checkpoint) gets a legend entry, no point
-            (line,) = ax.plot(ok.epoch, ok.value, marker="o" if len(ok) else "x", ms=3, label=legend_label(curve))
-            if curve.diverged.any() and len(ok):  # at its last value, where it diverged
-                ax.plot([curve.epoch.max()], [ok.value.iloc[-1]], marker="x", ms=10, mew=2, color=line.get_color())
+        draw_curves(ax, curves, colours)
         differ = "\nNOT COMPARABLE: runs validated on different sets" if curves.valid_sets_differ.any() else ""
         ax.set_title(f"({chr(97 + i)}) {panel['title']}{differ}", fontsize=10, **({"color": "red"} if differ else {}))
         ax.set_xlabel("epoch")
@@ -185,9 +228,16 @@ def draw(spec, table, pdf, mark=None):
         ax.set_ylabel(METRIC_LABELS[panel["metric"]])
         if panel["metric"] in LOG_SCALE:
             ax.set_yscale("log")
+            # 1-2-5 labels in plain numbers: perplexities of 100-2,000 had two labels, 10^2 and 10^3
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
         if panel.get("ylim"):
             ax.set_ylim(*panel["ylim"])
+        elif panel["metric"] == "bleu":
+            ax.set_ylim(0, max(MIN_BLEU_TOP, ax.get_ylim()[1]))
         ax.grid(alpha=0.3)
+        shared_epochs_zoom(ax, curves, panel["metric"], colours)
         legend(ax)
     for j in range(len(panels), nrows * ncols):
         axes[j // ncols][j % ncols].axis("off")

@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -78,6 +79,7 @@ def draw(table, title, pdf, mark=None):
                         label=kind.replace("_", "-") if combo == mean.combination.iloc[0] and k.any() else None)
         ax.set_title(f"{side}: ||dL/d(sublayer output)|| / max", fontsize=10)
         ax.set_xlabel("layer")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # sublayers sit between layers: no 2.5 ticks
         ax.set_ylabel("relative gradient norm")
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)

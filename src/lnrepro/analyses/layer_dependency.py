@@ -145,8 +145,23 @@ def draw(table, title, pdf, mark=None):
     save_figure(fig, title, pdf, tight=False, mark=mark)  # laid out by constrained layout already
 
 
+def summary(table):
+    """Per run, state and side, the mean beta of each sublayer's own branch (lag 0), of the branch just
+    below it (lag 1) and of the embeddings (j 0): the report caption's numbers (Figs 7-8's claims
+    compare the own branch's)."""
+    rows = []
+    for (run, norm, layers, state, side), t in table.groupby(["run", "norm", "layers", "state", "side"], sort=False):
+        rows.append({"run": run, "norm": norm, "layers": layers, "state": state, "side": side,
+                     "own_branch_beta": round(t[t.lag == 0].beta.mean(), 3),
+                     "previous_branch_beta": round(t[t.lag == 1].beta.mean(), 3),
+                     "embeddings_beta": round(t[t.j == 0].beta.mean(), 3)})
+    return pd.DataFrame(rows)
+
+
 def add_arguments(p):
     add_trained_probe_arguments(p, "JSON: title, runs {run: its settings}", "every beta_ij plotted")
+    p.add_argument("--summary", default=None, help="CSV of each run's mean own-branch, previous-branch and embeddings "
+                                                  "beta per state and side (the report caption); none if left out")
 
 
 def run(args):
@@ -154,6 +169,8 @@ def run(args):
     spec = json.loads(args.spec)
     data_dir = Path(args.data)
     vocab = Dictionary.load(data_dir / "dict.txt")
-    write_probe(measure(spec, args.runs_dir, ParallelData.load(data_dir / "train.pt"), len(vocab)), spec["title"],
-                args, draw)
+    table = measure(spec, args.runs_dir, ParallelData.load(data_dir / "train.pt"), len(vocab))
+    write_probe(table, spec["title"], args, draw)
+    if args.summary:
+        summary(table).to_csv(args.summary, index=False)
     return 0

@@ -1,8 +1,8 @@
 """The demo's verdicts as committed text: the expected verdict list the end-to-end test compares with,
-and the README's "what the demo does not reproduce" table, both written from one results/claims.csv.
+and the "What the demo does not reproduce" table of docs/demo.md, both written from one results/claims.csv.
 
 Regenerate both after a demo build (a changed verdict is then a visible diff, its reason in the commit):
-    lnrepro verdicts --claims DEMO/results/claims.csv --expected tests/demo_verdicts.csv --readme README.md
+    lnrepro verdicts --claims DEMO/results/claims.csv --expected tests/demo_verdicts.csv --doc docs/demo.md
 """
 import math
 from pathlib import Path
@@ -24,7 +24,7 @@ def number(value):
     return "" if value == "" or (isinstance(value, float) and math.isnan(value)) else f"{float(value):.3g}"
 
 
-def readme_table(claims):
+def doc_table(claims):
     """The claims the demo's scale does not reproduce: each whose scaled verdict (the paper's range
     where it has no scaled one) FAILS, with its numbers and the measured reason from config/demo.yaml."""
     claims = claims.fillna("")
@@ -47,9 +47,9 @@ def readme_table(claims):
     return "\n".join(lines + [END])
 
 
-def replace_section(text, table):
+def replace_section(text, table, name="the doc"):
     if text.count(BEGIN) != 1 or text.count(END) != 1:
-        raise SystemExit(f"README: needs exactly one {BEGIN!r} ... {END!r} section")
+        raise SystemExit(f"{name}: needs exactly one {BEGIN!r} ... {END!r} section")
     head, rest = text.split(BEGIN)
     return head + table + rest.split(END, 1)[1]
 
@@ -57,14 +57,14 @@ def replace_section(text, table):
 def add_arguments(p):
     p.add_argument("--claims", required=True, help="results/claims.csv of a demo build")
     p.add_argument("--expected", help="write the verdict list here (tests/demo_verdicts.csv)")
-    p.add_argument("--readme", help="rewrite this README's verdicts section")
+    p.add_argument("--doc", help="rewrite the verdicts section of this Markdown file (docs/demo.md)")
 
 
 def run(args):
     claims = pd.read_csv(args.claims, keep_default_na=False, na_values=[""])
     if args.expected:
         expected(claims).to_csv(args.expected, index=False)
-    if args.readme:
-        path = Path(args.readme)
-        path.write_text(replace_section(path.read_text(encoding="utf-8"), readme_table(claims)), encoding="utf-8")
+    if args.doc:
+        path = Path(args.doc)
+        path.write_text(replace_section(path.read_text(encoding="utf-8"), doc_table(claims), args.doc), encoding="utf-8")
     return 0

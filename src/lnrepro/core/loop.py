@@ -121,7 +121,7 @@ class LoopConfig:
     compile: bool = setting(LOOP_DEFAULTS["compile"], "torch.compile the model")
     threads: int = setting(LOOP_DEFAULTS["threads"], "torch intra-op threads on CPU; 0 = torch's default")
     log_interval: float = setting(LOOP_DEFAULTS["log_interval"], "seconds between progress lines (in a Snakemake run's terminal: "
-                                  "fewer, see LNREPRO_PROGRESS in the README)")
+                                  "fewer, see LNREPRO_PROGRESS in docs/demo.md)")
     tensorboard: bool = setting(LOOP_DEFAULTS["tensorboard"], "also log per-round scalars to OUT/tensorboard")
     # the config's training_cap (a smoke test of a configuration, never a result): at most this
     # many rounds, of at most this many updates each; 0 = no cap

@@ -4,7 +4,6 @@ import functools
 import math
 import os
 import re
-import shlex
 import sys
 import textwrap
 import urllib.parse
@@ -399,21 +398,19 @@ class Common:
         args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
         return args.targets or []
 
-    def report_caption(self, *path):
+    def report_caption(self, *path, got=None, table=None):
         """Params for a report caption: the title and paper text of the config section at path (a key
-        may name a wildcard: "{fig}"), as reStructuredText that shows them literally (rst_literal)."""
+        may name a wildcard: "{fig}"), as reStructuredText that shows them literally (rst_literal);
+        with `got`, what our numbers are, and `table`, the small CSV (a rule output, "{fig}" filled in)
+        that shows them."""
         def caption(wildcards):
+            values = dict(wildcards.items())
             section = self.config
             for key in path:
-                section = section[key.format(**dict(wildcards.items()))]
-            return {"title": rst_literal(section["title"]), "paper": rst_literal(section.get("paper", "(see the paper)"))}
+                section = section[key.format(**values)]
+            text = {"title": rst_literal(section["title"]), "paper": rst_literal(section.get("paper", "(see the paper)"))}
+            return {**text, "got": rst_literal(got), "table": table.format(**values)} if table else text
         return caption
-
-    def scale_note_flag(self):
-        """Every figure command's --scale-note: the config's `scale_note` (the demo's: its runs scale the
-        papers' lrs and warm-ups), drawn under the figure's title; nothing where the config has none."""
-        note = self.config.get("scale_note")
-        return f"--scale-note {shlex.quote(note)}" if note else ""
 
     def maybe_bare_target(self, arg):
         """An argument that may be a target named without its folder (`fig4`): a word, no option or value."""

@@ -1,12 +1,15 @@
-"""What plan.smk's rules ask of the config (parse time; no torch)."""
+"""What plan.smk's rules ask of the config (parse time; no torch), and each job's planned wall time,
+which resources.smk asks SLURM for (the same functions of lnrepro.analyses.plan as `lnrepro plan`)."""
+import os
+import re
 
-from lnrepro.analyses.plan import checkpoint_bytes, corpus_vocab, gb, translation_params
+from lnrepro.analyses.plan import (Throughput, bert_vocab, checkpoint_bytes, corpus_vocab, decode_job, finetune_job, gb,
+                                   pretrain_job, train_job, translation_params)
 from lnrepro.pipeline.spec_argument import spec_argument
-from lnrepro.settings import PLAN_KEYS, cli_flags
+from lnrepro.settings import PLAN_KEYS, TRAIN_DEFAULTS
 
 
 class Plan:
-    PLAN_FLAGS = {"bf16_tflops": "peak_tflops", "fp32_tflops": "fp32_peak_tflops", "mfu": "mfu"}  # config key -> flag
     # Values far outside both papers' (config/config.yaml trains at most 100 epochs, decodes with beam 4-5,
     # reads at most WMT14's ~4.5M pairs): said when the DAG is planned, before days of jobs or a full disk
     FAR_OUT = {"epochs": 1_000, "beam": 50, "n_train": 10_000_000}
@@ -63,6 +66,95 @@ class Plan:
         return {**self.plan_settings(self.bert_run_settings(run)), "max_rounds": cap.get("bert_rounds", 0),
                 "max_round_updates": cap.get("bert_round_updates", 0)}
 
+    # ---- what the DAG decodes and probes, as the plan counts it -------------------------------------
+    def plan_decodes(self):
+        """The DAG's evaluate and evaluate_averaged jobs (Retention.eval_files: every results/eval/ file a
+        target reads): their run, how many checkpoints are averaged (0: every epoch decoded), the decoding."""
+        decodes = []
+        for f in self.eval_files():
+            run = self.path_run(f)
+            average = re.fullmatch(r"bleu_avg(\d+)\.csv", os.path.basename(f))
+            decodes.append({"run": run, "average": int(average.group(1)) if average else 0,
+                            "decode": self.decode_settings(self.run_corpus(run), run)})
+        return decodes
+
+    def probe_model(self, run, **model):
+        return {**self.plan_settings(self.run_settings(run)), **model}
+
+    def trained_epochs(self, run):
+        epochs, cap = self.run_settings(run).get("epochs", TRAIN_DEFAULTS["epochs"]), self.train_cap(run)[0]
+        return min(epochs, cap) if cap else epochs
+
+    def plan_probes(self):
+        """The DAG's probe jobs and their passes, counted from their settings as the commands run them:
+        {rule, job, group, models: [{settings, fwd_bwd, forward, checkpoints}]}, one batch of the run's
+        max_tokens per pass."""
+        probes = []
+        if self.config.get("gradient_probe"):
+            p, run = self.probe_cfg(), self.probe_cfg()["run"]
+            n = p.get("seeds", 10) * p.get("batches", 4)  # probe-gradients: every seed's model over its batches
+            for norm in ("post", "pre"):
+                for layers in self.probe_layers():
+                    model = self.probe_model(run, enc_layers=layers, dec_layers=layers, enc_norm=norm, dec_norm=norm)
+                    probes.append({"rule": "probe_gradients", "job": f"{norm}_{layers}L", "group": "fig3",
+                                   "models": [{"settings": model, "fwd_bwd": n}]})
+            probes.append({"rule": "probe_after_warmup", "job": run, "group": "fig3",
+                           "models": [{"settings": self.probe_model(run), "fwd_bwd": n, "checkpoints": p.get("seeds", 10)}]})
+        a = self.admin_cfg()
+        if "gradients" in a:  # one batch per seed and combination; Admin's omega profiled by a forward pass
+            sec, run = a["gradients"], a["gradients"]["run"]
+            seeds, layers = sec.get("seeds", 3), sec.get("layers", 18)
+            models = [{"settings": self.probe_model(run, enc_layers=layers, dec_layers=layers, enc_norm=enc, dec_norm=dec),
+                       "fwd_bwd": seeds, "forward": seeds * ("admin" in (enc, dec))}
+                      for enc, dec in (c.split("/") for c in self.vanishing_combinations())]
+            probes.append({"rule": "gradient_vanishing", "job": "liu_fig5", "group": "liu_fig5", "models": models})
+        if "output_change" in a:  # per norm, depth and seed: 4 forwards, one Adam update, Admin's profile
+            sec, run = a["output_change"], a["output_change"]["run"]
+            seeds = sec.get("seeds", 3)
+            models = [{"settings": self.probe_model(run, enc_layers=n, dec_layers=n, enc_norm=norm, dec_norm=norm),
+                       "fwd_bwd": seeds, "forward": seeds * (4 + (norm == "admin"))}
+                      for norm in ("post", "pre", "admin") for n in (int(d) for d in sec["depths"])]
+            probes.append({"rule": "output_change", "job": "liu_fig2", "group": "liu_fig2", "models": models})
+        for fig, spec in a.get("layer_dependency", {}).items():  # a forward at init (Admin: + its profile) and at the last epoch
+            models = [{"settings": self.probe_model(run), "forward": 2 + ("admin" in self.run_norms(run)), "checkpoints": 1}
+                      for run in spec["runs"]]
+            probes.append({"rule": "layer_dependency", "job": f"liu_{fig}", "group": f"liu_{fig}", "models": models})
+        for fig, spec in a.get("update_norms", {}).items():  # per epoch pair: the gradient over `batches` batches
+            models = []
+            for run in spec["runs"]:
+                epochs, drawn = self.trained_epochs(run), self.drawn_pairs(spec)
+                pairs = epochs - 1 if drawn == "all" else len([i for i in drawn if i + 1 <= epochs])
+                models.append({"settings": self.probe_model(run), "fwd_bwd": pairs * spec.get("batches", 8),
+                               "checkpoints": 2 * pairs})
+            probes.append({"rule": "update_norms", "job": f"liu_{fig}", "group": f"liu_{fig}", "models": models})
+        return probes
+
+    # ---- each job's wall time: resources.smk's runtime where the config sets none ---------------------
+    def max_runtime(self):
+        return self.config.get("resources", {}).get("max_runtime")
+
+    def plan_throughput(self):
+        return Throughput(self.config.get("plan"), max_runtime=self.max_runtime())
+
+    def planned_job(self, rule, wildcards):
+        """The plan's estimate of one job of a train, pretrain, evaluate, evaluate_averaged or finetune rule,
+        from the config alone (never results/): its `runtime` is the minutes SLURM is asked for."""
+        th, run = self.plan_throughput(), wildcards.run
+        if rule in ("pretrain", "finetune"):
+            s = self.plan_bert_run(run)
+            vocab = bert_vocab(self.config["bert_corpora"][s["corpus"]])
+            if rule == "pretrain":
+                return pretrain_job(run, s, vocab, th, self.threads("train"))
+            return finetune_job(run, s, vocab, self.bert_section()["finetune"], wildcards.task, int(wildcards.round), th,
+                                self.training_cap().get("finetune_updates", 0), self.threads("evaluate"),
+                                self.config.get("glue", {}).get(wildcards.task))
+        s = self.plan_run(run)
+        corpus = self.corpus_cfg(s["corpus"])
+        if rule == "train":
+            return train_job(run, s, corpus, th, self.threads("train"))
+        average = int(wildcards.n) if rule == "evaluate_averaged" else 0
+        return decode_job(run, s, corpus, self.decode_settings(s["corpus"], run), average, th, self.threads("evaluate"))
+
     def plan_spec(self, wildcards):
         return spec_argument({"runs": {run: self.plan_run(run) for run in self.config["runs"]},
                                "corpora": self.config["corpora"], "groups": self.plan_groups(),
@@ -71,10 +163,14 @@ class Plan:
                                         "corpora": self.config.get("bert_corpora", {}), "finetune": self.bert_section().get("finetune"),
                                         "tasks": self.bert_section().get("fig5", {}).get("tasks", []),
                                         "finetune_rounds": {run: len(self.finetuned_rounds(run)) for run in self.bert_runs()},
-                                        "finetune_updates": self.training_cap().get("finetune_updates", 0)},
+                                        "finetune_updates": self.training_cap().get("finetune_updates", 0),
+                                        "glue": {task: self.config["glue"][task] for task in self.bert_section().get("fig5", {}).get("tasks", [])}},
                                "checkpoints": {"keep": self.config.get("checkpoints", {}).get("keep", "all"),
-                                               "needs": {run: self.checkpoint_needs(run) for run in self.checkpoint_readers()}}})
-
-    def throughput_flags(self, wildcards):
-        """The config's `plan:` throughput; lnrepro plan's own defaults (an H100 at 30% MFU) for a key it leaves out."""
-        return cli_flags({self.PLAN_FLAGS[k]: v for k, v in self.config.get("plan", {}).items()})
+                                               "needs": {run: self.checkpoint_needs(run) for run in self.checkpoint_readers()}},
+                               "decodes": self.plan_decodes(), "probes": self.plan_probes(),
+                               "threads": {kind: self.threads(kind) for kind in ("train", "evaluate")},
+                               "plan": self.config.get("plan", {}),  # the throughput: lnrepro plan's defaults where absent
+                               "max_runtime": self.max_runtime(),
+                               "runtimes": {kind: {"explicit": self.config.get("resources", {}).get(kind, {}).get("runtime"),
+                                                   "default": self.RESOURCE_DEFAULTS[kind]["runtime"]}
+                                            for kind in ("train", "evaluate")}})

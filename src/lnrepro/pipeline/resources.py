@@ -23,11 +23,19 @@ class Resources:
 
         return per_attempt
 
-    def runtime(self, kind):
+    def runtime(self, kind, rule=None):
         """Time limit (minutes) of a job of this kind; a job killed at its limit is retried with a
-        longer one, and training resumes from its last complete epoch."""
+        longer one, and training resumes from its last complete epoch. The config's
+        `resources.KIND.runtime` where it sets one; else, for a job the cost plan estimates (rule: train,
+        pretrain, evaluate, evaluate_averaged, finetune), its planned runtime (Plan.planned_job: from the
+        config alone, as results/plan_jobs.csv lists it), at most `resources.max_runtime`; else
+        RESOURCE_DEFAULTS."""
 
         def per_attempt(wildcards, attempt):
+            if rule and "runtime" not in self.config.get("resources", {}).get(kind, {}):
+                job = self.planned_job(rule, wildcards)
+                if job["runtime"] is not None:  # None: a corpus of a size the config does not state
+                    return self.plan_throughput().runtime(job["minutes"], attempt)  # at most resources.max_runtime
             return self.job_resources(kind)["runtime"] * attempt
 
         return per_attempt

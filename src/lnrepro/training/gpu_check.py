@@ -13,7 +13,7 @@ leaves what it measured:
 3. bench: `lnrepro bench` at the IWSLT and the WMT-base size in fp32, bf16 and fp16: our model's
    training tokens/s against torch.nn.Transformer's, and MFU against the matmul peak measured in
    the same process;
-4. plan: the cost plan's assumed throughput (its peak x MFU, lnrepro.analyses.plan) against the
+4. plan: the cost plan's assumed throughput (lnrepro.analyses.plan.Throughput) against the
    measured updates/s.
 
 `--size toy` runs the same stages at toy size on any device (CI runs it on the CPU).
@@ -247,24 +247,28 @@ def bench_stage(check, device, name, precision):
 
 
 def plan_stage(check):
-    """The plan's time per update (6 x parameters x tokens per update / (peak x MFU)) against the
-    measured: the MFU at which the plan would be right, per precision measured."""
-    from ..analyses.plan import H100_BF16_DENSE_TFLOPS, H100_FP32_TFLOPS, MFU, translation_params
+    """The plan's time per update (lnrepro.analyses.plan.Throughput: the longer of the measured H200 step,
+    scaled by layers, and 6 x parameters x tokens per update at peak x MFU) against the measured: on
+    another GPU or host, the config's `plan: {updates_per_s}` to set from it."""
+    from ..analyses.plan import Throughput, translation_params
     from ..core.data import Dictionary
     settings = {k.replace("-", "_"): v for k, v in TRAIN[check.args.size].items()}
     settings["share_all_embeddings"] = settings.get("share_all_embeddings") == "true"
     params = translation_params(settings, len(Dictionary.load(check.data / "dict.txt")))
+    th = Throughput()
+    layers = settings["enc_layers"] + settings["dec_layers"]
     for precision in PRECISIONS:
         measured = check.results.get(f"train_{precision}")
         if not measured:
             continue
-        peak = (H100_FP32_TFLOPS if precision == "fp32" else H100_BF16_DENSE_TFLOPS) * 1e12
-        flops = 6 * params * measured["max_tokens"]
-        planned = peak * MFU / flops
+        pass_s, bound = th.train_pass(layers, params, measured["max_tokens"], precision)
+        planned = 1 / pass_s
+        peak = th.peak_tflops[precision] * 1e12
+        mfu = 6 * params * measured["max_tokens"] * measured["updates_per_s"] / peak
         check.row("plan", f"train {precision}: updates/s planned vs measured", float(f"{planned:.4g}"), "updates/s",
-                  f"measured {measured['updates_per_s']:.3f} ({measured['updates_per_s'] / planned:.2f}x the plan); "
-                  f"the plan is right at MFU {flops * measured['updates_per_s'] / peak:.3f} of its {peak / 1e12:g} TFLOP/s "
-                  f"peak (it assumes {MFU:.0%}); {params / 1e6:.1f}M parameters")
+                  f"measured {measured['updates_per_s']:.3f} ({measured['updates_per_s'] / planned:.2f}x the plan: "
+                  f"{bound}-bound, {th.source[precision]}); MFU {mfu:.3f} of {peak / 1e12:g} TFLOP/s; set the config's "
+                  f"plan.updates_per_s.{precision} from it; {params / 1e6:.1f}M parameters")
 
 
 def markdown(rows):
