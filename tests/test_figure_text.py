@@ -130,7 +130,7 @@ def drawn(monkeypatch):
     def save(self, fname, **kwargs):
         texts.clear()
         self.canvas.draw()
-        saved.append((self.bbox.frozen(), [(t.get_text(), t.get_window_extent()) for t in texts]))
+        saved.append((self.bbox.frozen(), [(t.get_text(), t.get_window_extent()) for t in texts], self))
         return savefig(self, fname, **kwargs)
 
     monkeypatch.setattr(Text, "draw", record)
@@ -141,7 +141,7 @@ def drawn(monkeypatch):
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
 def test_every_text_lies_inside_the_figure_and_fonts_are_truetype(case, drawn, tmp_path):
     case(tmp_path / "f.pdf")
-    (page, texts), (_, png_texts) = drawn  # the PDF, then the PNG of the same figure
+    (page, texts, drawn_figure), (_, png_texts, _) = drawn  # the PDF, then the PNG of the same figure
     assert [text for text, _ in png_texts] == [text for text, _ in texts]
     assert len(texts) > 10  # the test saw the figure's text: title, titles, labels, ticks
     assert any(MARK.split()[0] in text for text, _ in texts)  # the scale mark is drawn
@@ -150,23 +150,16 @@ def test_every_text_lies_inside_the_figure_and_fonts_are_truetype(case, drawn, t
     assert outside == [], f"page {page.extents}"
     assert fonts_are_truetype((tmp_path / "f.pdf").read_bytes())
     assert png_is_drawn(tmp_path / "f.png")  # the report's preview, beside the PDF
+    assert heat_maps_have_colour_bars(drawn_figure, heat_map=case in (lr_grid_case, update_norms_case, layer_dependency_case))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
-def test_every_heat_map_has_a_colour_bar(case, monkeypatch, tmp_path):
-    """Fig 10's BLEU heat map had none, so its colours had no unit (issue 44)."""
-    figures, savefig = [], Figure.savefig
-
-    def save(self, fname, **kwargs):
-        figures.append(self)
-        return savefig(self, fname, **kwargs)
-    monkeypatch.setattr(Figure, "savefig", save)
-    case(tmp_path / "f.pdf")
-    heat_maps = [ax for ax in figures[0].axes if ax.images]
-    # one colour bar may serve a row of panels: an image is explained by a bar of its colour map and limits
+def heat_maps_have_colour_bars(figure, heat_map):
+    """Fig 10's BLEU heat map had none, so its colours had no unit (issue 44). One colour bar may serve a
+    row of panels: an image is explained by a bar of its colour map and limits."""
+    heat_maps = [ax for ax in figure.axes if ax.images]
     explained = {(im.get_cmap().name, im.get_clim()) for ax in heat_maps for im in ax.images if im.colorbar is not None}
-    assert all(any((im.get_cmap().name, im.get_clim()) in explained for im in ax.images) for ax in heat_maps)
-    assert bool(heat_maps) == (case in (lr_grid_case, update_norms_case, layer_dependency_case))
+    return bool(heat_maps) == heat_map and all(
+        any((im.get_cmap().name, im.get_clim()) in explained for im in ax.images) for ax in heat_maps)
 
 
 def test_the_configs_longest_title_is_long_enough_to_need_wrapping():
