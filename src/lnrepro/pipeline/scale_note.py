@@ -54,7 +54,7 @@ class ScaleNote:
         return self.figure_runs(wildcards.fig), None
 
     def drawn_by_gradient_probe(self, wildcards):
-        return [self.probe_cfg()["run"]], (self.probe_layers(), self.probe_settings()["d_model"])
+        return [self.probe_cfg()["run"]], (self.probe_layers(), self.width(self.probe_settings()))
 
     def drawn_by_theory(self, wildcards):
         t = self.config["theory"]
@@ -64,10 +64,10 @@ class ScaleNote:
         return self.bert_section()["fig5"]["runs"], None
 
     def drawn_by_vanishing(self, wildcards):
-        return [], ([self.admin_cfg("gradients")["layers"]], self.admin_probe_settings("gradients")["d_model"])
+        return [], ([self.admin_cfg("gradients")["layers"]], self.width(self.admin_probe_settings("gradients")))
 
     def drawn_by_output_change(self, wildcards):
-        return [], (self.admin_cfg("output_change")["depths"], self.admin_probe_settings("output_change")["d_model"])
+        return [], (self.admin_cfg("output_change")["depths"], self.width(self.admin_probe_settings("output_change")))
 
     def drawn_by_lr_grid(self, wildcards):
         return self.table_runs("lr_grid"), None
@@ -83,6 +83,9 @@ class ScaleNote:
              "lr_grid": drawn_by_lr_grid, "dependency": drawn_by_dependency, "update_norms": drawn_by_update_norms}
 
     # ---- the facts ----
+    def width(self, settings):
+        return {**TRAIN_DEFAULTS, **settings}["d_model"]
+
     def init_facts(self, depths, width):
         return f"models at initialization, {span(depths, ' layers')} per side, d={width}"
 
