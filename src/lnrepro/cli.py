@@ -85,7 +85,7 @@ RESULTS = {
     "claims": ("{csv}", "{md}", "{provenance_csv}"),
     "gradient-vanishing": ("{pdf}", "{csv}", "{summary}"),
     "output-change": ("{pdf}", "{csv}", "{fits}"),
-    "layer-dependency": ("{pdf}", "{csv}"),
+    "layer-dependency": ("{pdf}", "{csv}", "{summary}"),
     "update-norms": ("{pdf}", "{csv}", "{summary}"),
     "admin-tables": ("{csv}", "{md}"),
     "lr-grid": ("{pdf}", "{csv}"),
