@@ -11,25 +11,39 @@ import shlex
 
 # ---- norms and inits the translation model builds (lnrepro.core.model) ----
 NORMS = ("post", "pre", "admin", "fixup")
+# further placements the model builds (issue 45; lnrepro.core.norms): DeepNorm, Sandwich-/Peri-LN, T-Fixup,
+# ResiDual. Kept out of NORMS, so NORM_PAIRS (the workflow's pairs, its tests' parameters) and the config
+# schema's enums stay those of the papers' runs; the model accepts MODEL_NORMS
+VARIANT_NORMS = ("deepnorm", "sandwich", "tfixup", "resi_dual")
+MODEL_NORMS = NORMS + VARIANT_NORMS
+NORM_FREE_NORMS = ("fixup", "tfixup")  # no normalization layer at all
+# the normalization function of every norm layer, whatever the placement (ModelConfig.norm_fn)
+NORM_FNS = ("layernorm", "rmsnorm", "dyt")
 INITS = ("standard", "looklinear")  # looklinear: Balduzzi et al. 2017 §5, for the ReLU FFN
-# LookLinear mirrors the FFN's ReLU halves through LayerNorm's residuals: not with these norms
-LOOKLINEAR_REFUSED_NORMS = ("fixup", "admin")
+# LookLinear mirrors the FFN's ReLU halves through LayerNorm's residuals: not with these norms (DeepNorm and
+# T-Fixup are initializations of their own too)
+LOOKLINEAR_REFUSED_NORMS = ("fixup", "admin", "deepnorm", "tfixup")
 
 
 def norm_pair_refusal(enc_norm, dec_norm):
     """Why the model refuses enc_norm/dec_norm, or None where it builds: 'admin' (Admin re-weights
-    Post-LN residuals, so never beside Pre-LN; Admin on one side with Post-LN on the other builds, and
-    admin-profile then writes omegas for that side only) or 'fixup' (FixUp scales by the whole
-    network's branch count: both sides or neither)."""
+    Post-LN residuals, so only beside Admin or Post-LN; Admin on one side with Post-LN on the other
+    builds, and admin-profile then writes omegas for that side only) or 'fixup' (FixUp scales by the
+    whole network's branch count: both sides or neither). The variants (VARIANT_NORMS) are per side."""
     pair = (enc_norm, dec_norm)
     if "admin" in pair and "pre" in pair:
         return "admin"
     if "fixup" in pair and enc_norm != dec_norm:
         return "fixup"
+    if "admin" in pair and not set(pair) <= {"admin", "post"}:  # a variant beside Admin (NORMS: caught above)
+        return "admin"
     return None
 
 
 NORM_PAIRS = tuple((e, d) for e in NORMS for d in NORMS if norm_pair_refusal(e, d) is None)
+# the pairs with a variant on at least one side (not in the workflow's NORM_PAIRS)
+VARIANT_NORM_PAIRS = tuple((e, d) for e in MODEL_NORMS for d in MODEL_NORMS
+                           if (e, d) not in NORM_PAIRS and norm_pair_refusal(e, d) is None)
 
 # ---- the trainers' defaults: every setting's, here only (their config classes read them) ----
 # what every trainer shares (lnrepro.core.loop.LoopConfig)

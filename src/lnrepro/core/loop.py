@@ -60,10 +60,10 @@ CHECKPOINT_FORMAT = 3
 # settings that do not change the result: a run resumes across them
 UNFINGERPRINTED = ("log_interval", "threads", "compile", "tensorboard")
 # settings added after checkpoints were written (the training cap, the init, the optimizer's
-# implementation, the divergence checks' interval): left out at their default, so those checkpoints
+# implementation, the divergence checks' interval, the model's norm_fn): left out at their default, so those checkpoints
 # (their fingerprint, their model_config) still resume
 LATER_DEFAULTS = {"max_rounds": 0, "max_round_updates": 0, "init": "standard", "optimizer_impl": "torch",
-                  "divergence_interval": 100}
+                  "divergence_interval": 100, "norm_fn": "layernorm"}
 LN2 = math.log(2)
 DEVICE_NOTE = "lnrepro: device"  # pick_device's lines start so: workflow/lib/run_progress.py shows them at once
 

@@ -1,4 +1,5 @@
-"""Encoder-decoder Transformer with Post-LN, Pre-LN, Admin and FixUp residual sublayers.
+"""Encoder-decoder Transformer with Post-LN, Pre-LN, Admin and FixUp residual sublayers, and the
+variants of lnrepro.core.norms (DeepNorm, Sandwich-/Peri-LN, T-Fixup, ResiDual; RMSNorm or DyT for LayerNorm).
 
 Read in order: attention, feed-forward, the residual sublayer (where the variants differ,
 Xiong et al. 2020 Table 1 / Liu et al. 2020 §4.3), encoder and decoder layers, encoder, decoder,
@@ -12,8 +13,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..settings import INITS, LOOKLINEAR_REFUSED_NORMS, NORMS, TRAIN_DEFAULTS, norm_pair_refusal
+from ..settings import (INITS, LOOKLINEAR_REFUSED_NORMS, MODEL_NORMS, NORM_FNS, NORM_FREE_NORMS, NORMS,  # noqa: F401
+                        TRAIN_DEFAULTS, VARIANT_NORMS, norm_pair_refusal)
 from .data import PAD
+from .norms import (RESIDUAL_FINAL_LN_EPS, TFIXUP_V_GAIN, deepnorm_constants, make_norm, tfixup_embedding_scale,
+                    tfixup_scale)
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class ModelConfig:
     dropout: float = TRAIN_DEFAULTS["dropout"]
     attn_dropout: float = TRAIN_DEFAULTS["attn_dropout"]
     act_dropout: float = TRAIN_DEFAULTS["act_dropout"]
-    enc_norm: str = TRAIN_DEFAULTS["enc_norm"]  # post | pre | admin, chosen separately for encoder and decoder
+    enc_norm: str = TRAIN_DEFAULTS["enc_norm"]  # settings.MODEL_NORMS, chosen separately for encoder and decoder
     dec_norm: str = TRAIN_DEFAULTS["dec_norm"]
     # encoder embedding = decoder embedding = output projection
     share_all_embeddings: bool = TRAIN_DEFAULTS["share_all_embeddings"]
@@ -35,11 +39,13 @@ class ModelConfig:
     fused_attention: bool = True  # F.scaled_dot_product_attention; False = the plain path below
     activation: str = "relu"  # of the FFN; BERT (lnrepro.core.bert) uses gelu
     init: str = TRAIN_DEFAULTS["init"]  # standard | looklinear (FixUp is a norm: it also removes the LayerNorms)
+    # every normalization layer's function, whatever the placement (settings.NORM_FNS; lnrepro.core.norms)
+    norm_fn: str = "layernorm"
 
     def __post_init__(self):
         for side in ("enc_norm", "dec_norm"):
-            if getattr(self, side) not in NORMS:
-                raise ValueError(f"{side}={getattr(self, side)!r}: expected one of {NORMS}")
+            if getattr(self, side) not in MODEL_NORMS:
+                raise ValueError(f"{side}={getattr(self, side)!r}: expected one of {MODEL_NORMS}")
         refusal = norm_pair_refusal(self.enc_norm, self.dec_norm)
         if refusal == "admin":
             raise ValueError(f"enc_norm={self.enc_norm!r}, dec_norm={self.dec_norm!r}: Admin re-weights "
@@ -47,6 +53,16 @@ class ModelConfig:
         if refusal == "fixup":
             raise ValueError(f"enc_norm={self.enc_norm!r}, dec_norm={self.dec_norm!r}: FixUp rescales the "
                              "whole network's branches by its total branch count; set 'fixup' on both sides")
+        if self.norm_fn not in NORM_FNS:
+            raise ValueError(f"norm_fn={self.norm_fn!r}: expected one of {NORM_FNS}")
+        if self.norm_fn != "layernorm":
+            if "admin" in (self.enc_norm, self.dec_norm):
+                raise ValueError(f"norm_fn={self.norm_fn!r} with Admin: Admin is Liu et al.'s LayerNorm "
+                                 "re-weighting (its reparameterization as Post-LN folds into LayerNorm's bias); "
+                                 "use norm_fn 'layernorm'")
+            if {self.enc_norm, self.dec_norm} <= set(NORM_FREE_NORMS):
+                raise ValueError(f"norm_fn={self.norm_fn!r} with enc_norm={self.enc_norm!r}, "
+                                 f"dec_norm={self.dec_norm!r}: no normalization layer to replace")
         if self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation={self.activation!r}: expected relu or gelu")
         if self.init not in INITS:
@@ -176,20 +192,27 @@ class FeedForward(nn.Module):
 
 
 class ResidualSublayer(nn.Module):
-    """The one place where the norm placements differ."""
+    """The one place where the norm placements differ. norm_fn: the normalization layers' function
+    (lnrepro.core.norms.make_norm); alpha: DeepNorm's residual weight (lnrepro.core.norms.deepnorm_constants)."""
 
-    def __init__(self, d_model, norm, dropout):
+    def __init__(self, d_model, norm, dropout, norm_fn="layernorm", alpha=1.0):
         super().__init__()
         self.norm, self.dropout = norm, dropout
         if norm == "fixup":  # no LayerNorm (Liu et al. §5.2: "FixUp (without using layer normalization)")
             # FixUp rule 3: the branch's scalar multiplier, and the scalar bias before its first layer
             self.multiplier, self.in_bias = scalar(1), scalar(0)
             return
-        self.layer_norm = nn.LayerNorm(d_model, eps=1e-5)
+        if norm == "tfixup":  # no LayerNorm, no scalars: T-Fixup is its init (tfixup_init)
+            return
+        self.layer_norm = make_norm(norm_fn, d_model)  # layernorm: nn.LayerNorm(d_model, eps=1e-5)
         if norm == "admin":
             # omega, set from the profiling pass (Liu et al. §4.3); 1 = plain Post-LN
             self.omega = nn.Parameter(torch.ones(d_model))
             self.profiler = None  # during Admin's profiling pass: its side's running ratio (lnrepro.core.admin)
+        elif norm == "sandwich":  # the LN on the branch's output
+            self.out_norm = make_norm(norm_fn, d_model)
+        elif norm == "deepnorm":
+            self.alpha = alpha
 
     def forward(self, x, fn):
         if self.norm == "post":  # Xiong et al. Table 1: x_{l+1} = LN(x_l + F(x_l))
@@ -198,11 +221,35 @@ class ResidualSublayer(nn.Module):
             return x + dropout(fn(self.layer_norm(x)), self.dropout, self.training)
         if self.norm == "fixup":  # x_{l+1} = x_l + multiplier * F(x_l + bias), no normalization
             return x + dropout(self.multiplier * fn(x + self.in_bias), self.dropout, self.training)
+        if self.norm in VARIANT_NORMS:
+            return self.variant(x, fn)
         # admin, Liu et al. eq. (5): x_i = LN(f_i(x_{i-1}) + omega_i * x_{i-1})
         branch = dropout(fn(x), self.dropout, self.training)
         if self.profiler is not None:  # profiling: omega is set here, from the sublayers below, before its use
             self.profiler.set_omega(self, x, branch)
         return self.layer_norm(branch + self.omega * x)
+
+    def variant(self, x, fn):
+        """The placements of lnrepro.core.norms; dropout on the branch's output, as above."""
+        # DeepNet: x_{l+1} = LN(alpha * x_l + G(x_l)) (torchscale encoder.py:114, 142-143@4d1e0e8)
+        if self.norm == "deepnorm":
+            return self.layer_norm(self.alpha * x + dropout(fn(x), self.dropout, self.training))
+        if self.norm == "sandwich":  # x_{l+1} = x_l + LN_out(G(LN_in(x_l))); our reading: dropout after LN_out
+            return x + dropout(self.out_norm(fn(self.layer_norm(x))), self.dropout, self.training)
+        if self.norm == "tfixup":  # x_{l+1} = x_l + G(x_l), no normalization
+            return x + dropout(fn(x), self.dropout, self.training)
+        # resi_dual: x = (x^a, x^d); the branch reads x^a and, after its dropout, updates both streams
+        # (ResiDual resi_dual_layers.py:35-39@8682f75): x^a <- LN(x^a + G(x^a)), x^d <- x^d + G(x^a)
+        xa, xd = x
+        branch = dropout(fn(xa), self.dropout, self.training)
+        return self.layer_norm(xa + branch), xd + branch
+
+
+def sublayer_options(cfg, side):
+    """ResidualSublayer's norm_fn and alpha for side 'encoder' or 'decoder'."""
+    norm = cfg.enc_norm if side == "encoder" else cfg.dec_norm
+    alpha = deepnorm_constants(side, cfg.enc_layers, cfg.dec_layers)[0] if norm == "deepnorm" else 1.0
+    return {"norm_fn": cfg.norm_fn, "alpha": alpha}
 
 
 class EncoderLayer(nn.Module):
@@ -211,8 +258,9 @@ class EncoderLayer(nn.Module):
         fixup = cfg.enc_norm == "fixup"
         self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention, fixup)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout, cfg.activation, fixup)
-        self.attn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout)
-        self.ffn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout)
+        options = sublayer_options(cfg, "encoder")
+        self.attn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout, **options)
+        self.ffn_block = ResidualSublayer(cfg.d_model, cfg.enc_norm, cfg.dropout, **options)
 
     def forward(self, x, src_mask):
         x = self.attn_block(x, lambda h: self.self_attn(h, h, src_mask))
@@ -226,9 +274,10 @@ class DecoderLayer(nn.Module):
         self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention, fixup)
         self.cross_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attn_dropout, cfg.fused_attention, fixup)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.act_dropout, cfg.activation, fixup)
-        self.self_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
-        self.cross_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
-        self.ffn_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout)
+        options = sublayer_options(cfg, "decoder")
+        self.self_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout, **options)
+        self.cross_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout, **options)
+        self.ffn_block = ResidualSublayer(cfg.d_model, cfg.dec_norm, cfg.dropout, **options)
 
     def forward(self, x, memory, self_mask, memory_mask, cache=None):
         self_cache = cross_cache = None
@@ -273,21 +322,42 @@ def token_embedding(cfg):
     return emb
 
 
+def final_norm(cfg, norm):
+    """A stack's last normalization: Pre-LN's and Sandwich-LN's final LN, ResiDual's LN of its second
+    stream (eps 1e-7, lnrepro.core.norms.RESIDUAL_FINAL_LN_EPS); None for the others."""
+    if norm in ("pre", "sandwich"):
+        return make_norm(cfg.norm_fn, cfg.d_model)  # layernorm: nn.LayerNorm(d_model, eps=1e-5)
+    if norm == "resi_dual":
+        return make_norm(cfg.norm_fn, cfg.d_model, eps=RESIDUAL_FINAL_LN_EPS)
+    return None
+
+
+def two_streams(x, resi_dual):
+    """ResiDual's streams (x^a, x^d) start both as the embedding output (resi_dual.py:107@8682f75)."""
+    return (x, x) if resi_dual else x
+
+
+def stack_output(x, final, resi_dual):
+    """The stack's output: ResiDual's x^a + LN(x^d) (resi_dual.py:131@8682f75), else the final LN's."""
+    if resi_dual:
+        return x[0] + final(x[1])
+    return x if final is None else final(x)
+
+
 class Encoder(nn.Module):
     def __init__(self, cfg: ModelConfig, tokens: nn.Embedding):
         super().__init__()
         self.embed = Embedder(tokens, cfg)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
-        self.final_norm = nn.LayerNorm(cfg.d_model, eps=1e-5) if cfg.enc_norm == "pre" else None
+        self.final_norm = final_norm(cfg, cfg.enc_norm)
+        self.resi_dual = cfg.enc_norm == "resi_dual"
 
     def forward(self, src):
         mask = (src != PAD)[:, None, None, :]  # (B, 1, 1, S): attend to real tokens only
-        x = self.embed(src)
+        x = two_streams(self.embed(src), self.resi_dual)
         for layer in self.layers:
             x = layer(x, mask)
-        if self.final_norm is not None:  # Pre-LN's final LayerNorm
-            x = self.final_norm(x)
-        return x, mask
+        return stack_output(x, self.final_norm, self.resi_dual), mask  # Pre-LN's final LayerNorm (or a variant's)
 
 
 class Decoder(nn.Module):
@@ -295,7 +365,8 @@ class Decoder(nn.Module):
         super().__init__()
         self.embed = Embedder(tokens, cfg)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
-        self.final_norm = nn.LayerNorm(cfg.d_model, eps=1e-5) if cfg.dec_norm == "pre" else None
+        self.final_norm = final_norm(cfg, cfg.dec_norm)
+        self.resi_dual = cfg.dec_norm == "resi_dual"
         self.output_weight = None  # None: the output projection is the token embedding (tied, as trained)
 
     def forward(self, prev_tokens, memory, memory_mask, cache=None):
@@ -308,11 +379,10 @@ class Decoder(nn.Module):
         self_mask = None
         if cache is None or T > 1:  # causal: position t sees positions <= t
             self_mask = torch.ones(T, T, dtype=torch.bool, device=prev_tokens.device).tril()
-        x = self.embed(prev_tokens, start)
+        x = two_streams(self.embed(prev_tokens, start), self.resi_dual)
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[i])
-        if self.final_norm is not None:
-            x = self.final_norm(x)
+        x = stack_output(x, self.final_norm, self.resi_dual)
         return F.linear(x, self.embed.tokens.weight if self.output_weight is None else self.output_weight)
 
 
@@ -330,6 +400,12 @@ class Transformer(nn.Module):
         if cfg.init == "looklinear":
             for ffn in (m for m in self.modules() if isinstance(m, FeedForward)):
                 looklinear_init(ffn)
+        # the variants' inits scale the standard init in place: no random draws of their own
+        for side, norm in (("encoder", cfg.enc_norm), ("decoder", cfg.dec_norm)):
+            if norm == "deepnorm":
+                deepnorm_init(getattr(self, side), deepnorm_constants(side, cfg.enc_layers, cfg.dec_layers)[1])
+            elif norm == "tfixup":
+                tfixup_init(self, side)
 
     def forward(self, src, prev_tokens):
         memory, memory_mask = self.encoder(src)
@@ -373,6 +449,58 @@ def fixup_init(model):
 
 
 FIXUP_LAYERS_PER_BRANCH = 2  # m of FixUp's rule (2); see fixup_init
+
+
+# ---- the variants' initializations (lnrepro.core.norms has their constants and sources) ----------------------
+def value_rows(attn):
+    """W^V: the last third of attention's stacked [W^Q; W^K; W^V] (a view)."""
+    return attn.in_proj.weight[2 * attn.out_proj.in_features:]
+
+
+def branch_weights(stack):
+    """Per stack: every attention's W^V (self and cross) and out_proj weight, every FFN's fc1 and fc2 weight:
+    the weights DeepNorm and T-Fixup scale (torchscale's "fc1", "fc2", "out_proj", "v_proj",
+    encoder.py:245-252@4d1e0e8; T-Fixup's, transformer_layer.py:36-44, 161-170@b17e166). Returns
+    (value_rows, other_weights). Biases are 0 at init (torchscale scales them too: no difference)."""
+    values, others = [], []
+    for m in stack.modules():
+        if isinstance(m, MultiheadAttention):
+            values.append(value_rows(m))
+            others.append(m.out_proj.weight)
+        elif isinstance(m, FeedForward):
+            others += [m.fc1.weight, m.fc2.weight]
+    return values, others
+
+
+@torch.no_grad()
+def deepnorm_init(stack, beta):
+    """DeepNet: the value and output projections and the FFN weights of the stack's branches scaled by beta,
+    after the standard init (torchscale divides its init by 1/beta likewise). Our reading: beta multiplies
+    this model's fairseq init, whose W^V (stacked xavier over 3d x d) has torchscale's gain 1/sqrt(2)
+    (multihead_attention.py:63@4d1e0e8); the paper's pseudo-code draws xavier_normal_(gain=beta) instead."""
+    values, others = branch_weights(stack)
+    for w in values + others:
+        w.mul_(beta)
+
+
+@torch.no_grad()
+def tfixup_init(model, side):
+    """T-Fixup for one stack (lnrepro.core.norms: constants and sources): its W^V scaled by
+    scale * sqrt(2) (sqrt(2): plain Xavier, as T-Fixup's code), out_proj, fc1, fc2 by scale, its token
+    embedding by (9 * depth)^(-1/4). A token embedding shared by both stacks (share_all_embeddings) is
+    scaled once, by the encoder's factor where the encoder is T-Fixup (T-Fixup's code), else by the
+    decoder's (our reading for a hybrid). The decoder's token embedding is also the output projection,
+    as in T-Fixup's IWSLT run (--share-decoder-input-output-embed)."""
+    cfg = model.cfg
+    scale = tfixup_scale(side, cfg.enc_layers, cfg.dec_layers)
+    values, others = branch_weights(getattr(model, side))
+    for w in values:
+        w.mul_(scale * TFIXUP_V_GAIN)
+    for w in others:
+        w.mul_(scale)
+    if side == "decoder" and cfg.share_all_embeddings and cfg.enc_norm == "tfixup":
+        return  # scaled once, as the encoder's
+    getattr(model, side).embed.tokens.weight.mul_(tfixup_embedding_scale(side, cfg.enc_layers, cfg.dec_layers))
 
 
 def looklinear_init(ffn):
