@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from lnrepro.analyses import figure, figure5
-from lnrepro.analyses.plotting import lr_text
+from lnrepro.settings import lr_text
 from workflow_helpers import ROOT, snakemake, workflow_copy
 
 CONFIGS = ("demo.yaml", "config.yaml")

@@ -122,6 +122,15 @@ PLAN_KEYS = ("corpus", "d_model", "ffn_dim", "enc_layers", "dec_layers", "layers
              "short_max_tokens", "valid_interval", "precision", "device")
 
 
+def lr_text(lr):
+    """'1.4e-3', '1e-3', '5e-4': the learning rate as trained, every significant digit of it ('{:.0e}'
+    wrote 1.4e-3 as '1e-3' and 1.5e-3 as '2e-3', a legend that disagreed with the run)."""
+    if not lr:
+        return "0"
+    mantissa, exponent = f"{lr:.6e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
 # ---- a run's settings -> a command's flags ----
 def merged_run_settings(config, run):
     """A translation run's settings: train_defaults <- models[model] <- the run's own keys, its log keys

@@ -26,9 +26,9 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from ..args import add_scale_note_argument, json_object  # noqa: E402
-from ..settings import STEP_SCHEDULES, TRAIN_DEFAULTS  # noqa: E402
+from ..settings import STEP_SCHEDULES, TRAIN_DEFAULTS, lr_text  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
-from .plotting import NORM_LABELS, legend, lr_text, save_figure, with_description  # noqa: E402
+from .plotting import NORM_LABELS, legend, save_figure, with_description  # noqa: E402
 
 METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
                  "grad_norm": "gradient norm", "lr": "learning rate", "valid_ppl": "validation perplexity"}

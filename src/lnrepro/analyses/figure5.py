@@ -20,10 +20,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..args import add_scale_note_argument, json_object  # noqa: E402
-from ..settings import PRETRAIN_DEFAULTS  # noqa: E402
+from ..settings import PRETRAIN_DEFAULTS, lr_text  # noqa: E402
 from ..training.finetune import seeds_note  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
-from .plotting import NORM_LABELS, legend, lr_text, save_figure, with_description  # noqa: E402
+from .plotting import NORM_LABELS, legend, save_figure, with_description  # noqa: E402
 
 
 def add_arguments(p):

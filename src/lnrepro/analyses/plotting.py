@@ -18,15 +18,6 @@ NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin", "fixup": "F
 PNG_DPI = 150  # the report's preview: legible at a browser's width, ~200 kB
 
 
-def lr_text(lr):
-    """'1.4e-3', '1e-3', '5e-4': the learning rate as trained, every significant digit of it ('{:.0e}'
-    wrote 1.4e-3 as '1e-3' and 1.5e-3 as '2e-3', a legend that disagreed with the run)."""
-    if not lr:
-        return "0"
-    mantissa, exponent = f"{lr:.6e}".split("e")
-    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-
-
 def with_description(description, label):
     """A run's `description` leads its label but never replaces it: the settings-built label says
     what the run trained, which a hand-written text could contradict."""

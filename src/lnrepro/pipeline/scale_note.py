@@ -11,18 +11,15 @@ their depths and width.
 import re
 import shlex
 
-from lnrepro.settings import TRAIN_DEFAULTS
+from lnrepro.settings import TRAIN_DEFAULTS, lr_text
 
 LR_IN_NAME = re.compile(r"_(\d+(?:\.\d+)?e-\d+)(?=_|$)")  # adam_5e-4_warm4000, wmt_postln_1.5e-3_warm4000
 WARMUP_IN_NAME = re.compile(r"_(no)?warm(\d*)(?=_|$)")  # _warm4000; _nowarm: the paper's "no warm-up"
 
 
 def number(x):
-    """1e-3, 0.0014 -> 1.4e-3, 290: as short as the value allows."""
-    if float(x).is_integer() and abs(x) >= 1:
-        return str(int(x))
-    mantissa, exponent = f"{x:.1e}".split("e")
-    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    """290, 2, 1.5: a count or a factor as short as it allows (an lr: lr_text, every significant digit)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def span(values, unit=""):
@@ -130,7 +127,7 @@ class ScaleNote:
         if factors:
             facts.append(f"lrs x{joined(number(f) for f in sorted(factors))} of the run names' (the papers')")
         if lrs:
-            facts.append(f"lr {joined(number(x) for x in sorted(lrs))}")
+            facts.append(f"lr {joined(lr_text(x) for x in sorted(lrs))}")
         changed = {paper: ours for paper, ours in sorted(mapped.items()) if ours != {paper}}
         if changed:
             facts.append("warm-ups " + ", ".join(f"{paper} -> {joined(number(w) for w in sorted(ours, reverse=True))}"
