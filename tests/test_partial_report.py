@@ -11,7 +11,7 @@ from docutils.core import publish_parts
 
 import browser
 from lnrepro.pipeline.common import rst_literal
-from workflow_helpers import ROOT, snakemake, workflow_copy
+from workflow_helpers import ROOT, report_captions, snakemake, workflow_copy
 
 ON_DISK = "$(ls results/figures/*.pdf results/tables/*.csv results/claims.csv 2>/dev/null)"  # docs/papers.md's
 
@@ -33,6 +33,8 @@ def test_report_on_a_partial_build_names_its_targets(theory_report):
     html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
     assert "theory.png" in html and "theory_checks.csv" in html
     assert "fig2.png" not in html  # what was not built is not in it
+    caption = report_captions(workdir / "report.html")["results/figures/theory.png"]  # no claims table yet
+    assert "Verdicts of its claims" in caption and "not built yet" in caption
     # docs/papers.md's form: every figure, table and claims table on disk
     subprocess.run(f"{sys.executable} -m snakemake {ON_DISK} --report on_disk.html", shell=True, cwd=workdir,
                    check=True, capture_output=True)

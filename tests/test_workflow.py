@@ -18,7 +18,7 @@ import browser
 from figure_checks import fonts_are_truetype, png_is_drawn
 from lnrepro.analyses import verdicts
 from lnrepro.core.provenance import DIRTY_TEXT
-from workflow_helpers import ROOT, foreign_demo, quick_start_demo_args, snakemake, workflow_copy
+from workflow_helpers import ROOT, foreign_demo, quick_start_demo_args, report_captions, snakemake, workflow_copy
 
 
 def demo_config():
@@ -579,6 +579,19 @@ def test_demo_report_holds_every_figure_its_caption_and_the_claims(demo):
     assert "claims_provenance.csv" in html and "settings_sha256" in html  # what made each input
     # no caption is parsed into a docutils error ("System Message: ERROR/3 ... Undefined substitution")
     assert "system-message" not in html and "System Message" not in html
+    # each figure's and Liu table's caption shows the verdicts of its claims: as many lines as claims.csv has
+    captions = report_captions(demo / "report.html")
+    claims = pd.read_csv(demo / "results" / "claims.csv").figure.value_counts()
+    expected = {"fig2.png": ["fig2"], "fig3.png": ["fig3", "§3.4"], "fig4.png": ["fig4"], "fig5.png": ["fig5"],
+                "figS1.png": ["figS1"], "theory.png": ["§3.3"], "liu_fig1.png": ["liu_fig1"], "liu_fig9.png": ["liu_fig9"],
+                "liu_warmup.png": ["liu_warmup"], "liu_fig2.png": ["liu_fig2"], "liu_fig3.png": ["liu_fig3"],
+                "liu_fig5.png": ["liu_fig5"], "liu_fig7.png": ["liu_fig7"], "liu_fig8.png": ["liu_fig7"],
+                "liu_fig10.png": ["liu_fig10"], "liu_fig11.png": ["liu_fig11"], "admin_table1.csv": ["liu_table1"],
+                "admin_table2.csv": ["liu_table2"]}
+    for name, figures in expected.items():
+        caption = next(c for path, c in captions.items() if path.endswith(f"/{name}"))
+        verdicts = caption.split("Verdicts of its claims")[1]
+        assert len(re.findall(r"^- \S+: ours ", verdicts, re.M)) == claims[figures].sum(), name
 
 
 @pytest.mark.slow

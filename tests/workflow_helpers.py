@@ -1,5 +1,6 @@
 """Running the real workflow from a test: a scratch copy of it, a Snakemake call that fails loudly, and
 the README's quick start commands as written."""
+import json
 import re
 import shlex
 import shutil
@@ -65,3 +66,11 @@ def quick_start_demo_args():
     argv = shlex.split(run)
     assert setup == "bash workflow/scripts/setup.sh" and argv[0] == ".venv/bin/snakemake", run
     return argv[1:]
+
+
+def report_captions(report):
+    """{result path: its caption's HTML} from a Snakemake report (the page's `var results = {...}`)."""
+    text = report.read_text(encoding="utf-8")
+    start = text.index("var results = {") + len("var results = ")
+    results, _ = json.JSONDecoder().raw_decode(text[start:])
+    return {path: entry["caption"] for path, entry in results.items()}

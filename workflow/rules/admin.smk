@@ -19,6 +19,7 @@ rule gradient_vanishing:
         caption=P.report_caption("admin", "gradients", table="results/figures/liu_fig5_vanishing.csv",
                                  got="per norm combination, the first sublayer's gradient norm over the top one's, "
                                      "mean of the seeds, and whether it vanishes"),
+        verdicts=P.caption_verdicts("liu_fig5"),  # read when the report renders
         flags=P.vanishing_flags,
         scale_note=P.scale_note("vanishing"),
     threads: P.threads("train")
@@ -45,6 +46,7 @@ rule output_change:
         caption=P.report_caption("admin", "output_change", table="results/figures/liu_fig2_fits.csv",
                                  got="per norm and perturbation, the output change fitted against N and ln N: "
                                      "slope, intercept, r"),
+        verdicts=P.caption_verdicts("liu_fig2"),  # read when the report renders
         flags=P.output_change_flags,
         scale_note=P.scale_note("output_change"),
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models are profiled in the job: a new method reruns it
@@ -70,6 +72,7 @@ rule admin_table1:
         caption=P.report_caption("admin", "table1", table="results/tables/admin_table1.csv",
                                  got="per encoder and decoder norm, gradient vanishing at initialization (the "
                                      "decoder's bottom/top ratio) and the run's status, final valid loss and BLEU"),
+        verdicts=P.caption_verdicts("liu_table1"),  # read when the report renders
         spec=P.table1_spec,
     conda:
         "../../envs/lnrepro.yaml"
@@ -89,6 +92,7 @@ rule admin_table2:
     params:
         caption=P.report_caption("admin", "table2", table="results/tables/admin_table2.csv",
                                  got="per norm and depth, the run's status, final valid loss (bits) and test BLEU"),
+        verdicts=P.caption_verdicts("liu_table2"),  # read when the report renders
         spec=P.table2_spec,
     conda:
         "../../envs/lnrepro.yaml"
@@ -109,6 +113,7 @@ rule lr_grid:
     params:
         caption=P.report_caption("admin", "lr_grid", table="results/figures/liu_fig10.csv",
                                  got="per norm, lr and beta2, the run's status, test BLEU and final valid loss"),
+        verdicts=P.caption_verdicts("liu_fig10"),  # read when the report renders
         spec=P.lr_grid_spec,
         scale_note=P.scale_note("lr_grid"),
     conda:
@@ -136,6 +141,7 @@ rule layer_dependency:
         caption=P.report_caption("admin", "layer_dependency", "{ldfig}", table="results/figures/liu_{ldfig}_summary.csv",
                                  got="per run, state and side, the mean share beta of each sublayer's own branch, "
                                      "of the branch below it and of the embeddings"),
+        verdicts=P.caption_verdicts("liu_fig7"),  # read when the report renders
         spec=P.dependency_spec,
         scale_note=P.scale_note("dependency"),
         data_dir=P.dependency_data_dir,
@@ -167,6 +173,7 @@ rule update_norms:
         unfig="fig3|fig11",
     params:
         caption=P.report_caption("admin", "update_norms", "{unfig}"),  # its config text, shown literally in the report
+        verdicts=P.caption_verdicts("liu_{unfig}"),  # read when the report renders
         spec=P.update_norms_spec,
         scale_note=P.scale_note("update_norms"),
         data_dir=P.update_norms_data_dir,

@@ -74,6 +74,7 @@ rule plot_fig5:
         csv=report("results/figures/fig5.csv", caption="../report/fig5.rst", category="Tables"),
     params:
         caption=P.report_caption("bert", "fig5"),  # its config text, shown literally in the report
+        verdicts=P.caption_verdicts("fig5"),  # read when the report renders
         spec=P.fig5_spec,
         scale_note=P.scale_note("fig5"),
     conda:

@@ -12,6 +12,7 @@ rule plot_figure:
         summary="results/figures/{fig}_final.csv",
     params:
         caption=P.report_caption("figures", "{fig}"),  # its config text, shown literally in the report
+        verdicts=P.caption_verdicts("{fig}"),  # read when the report renders
         spec=P.figure_spec,
         scale_note=P.scale_note("figure"),
     conda:

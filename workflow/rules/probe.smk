@@ -61,6 +61,7 @@ rule plot_gradient_norms:
         summary="results/figures/fig3_summary.csv",
     params:
         caption=P.report_caption("gradient_probe"),  # its config text, shown literally in the report
+        verdicts=P.caption_verdicts("fig3", "§3.4"),  # read when the report renders
         spec=P.gradient_figure_spec,
         scale_note=P.scale_note("gradient_probe"),
     conda:

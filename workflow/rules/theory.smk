@@ -10,6 +10,7 @@ rule check_theory:
         checks=report("results/figures/theory_checks.csv", caption="../report/table.rst", category="Tables"),
     params:
         caption=P.report_caption("theory"),  # its config text, shown literally in the report
+        verdicts=P.caption_verdicts("§3.3"),  # read when the report renders
         flags=P.theory_flags,
         scale_note=P.scale_note("theory"),
     threads: P.threads("train")

@@ -415,8 +415,9 @@ def row_cells(r):
             r.detail + (f"; scaled: {r.scaled_detail}" if r.scaled_detail else "")]
 
 
-CAPPED = ("**CAPPED build (training_cap): every run stopped after a few updates, a smoke test of the "
-          "configuration. These verdicts are not results.**")
+CAPPED_LINE = ("CAPPED build (training_cap): every run stopped after a few updates, a smoke test of the "
+               "configuration. These verdicts are not results.")
+CAPPED = f"**{CAPPED_LINE}**"
 
 
 TABLE_HEADING = "## Every claim in full"  # the report's caption shows claims.md up to here (workflow/report/claims.rst)

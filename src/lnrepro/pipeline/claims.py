@@ -5,6 +5,7 @@ import os
 import jsonschema
 import yaml
 
+from lnrepro.pipeline.caption_verdicts import CaptionVerdicts
 from lnrepro.pipeline.config_text import duplicate_key_error
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import CLAIM_SCALE_WORDS
@@ -76,6 +77,18 @@ class Claims:
             if claim["kind"] == "table" and claim["source"] not in self.CLAIM_SOURCES:
                 self.stop(f"{self.CLAIMS_FILE}: claims.{name}.source: '{claim['source']}' is not one of "
                           f"{', '.join(sorted(self.CLAIM_SOURCES))}{self.did_you_mean(claim['source'], self.CLAIM_SOURCES)}")
+
+    def caption_verdicts(self, *figures):
+        """A report caption's param: the verdicts of the claims whose `figure` is one of these (a key may
+        name a wildcard: "{fig}"), read from results/claims.csv when the report renders."""
+        for figure in figures:
+            if "{" not in figure and figure not in self.claims_file["places"]:
+                self.stop(f"caption_verdicts: '{figure}' is no figure of {self.CLAIMS_FILE}'s places"
+                          f"{self.did_you_mean(figure, self.claims_file['places'])}")
+
+        def verdicts(wildcards, output):
+            return CaptionVerdicts([f.format(**dict(wildcards.items())) for f in figures], list(output))
+        return verdicts
 
     def claims_targets(self):
         return ["results/claims.md", "results/claims.csv"] if self.applicable_claims() else []

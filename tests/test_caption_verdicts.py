@@ -1,0 +1,66 @@
+"""A report caption's verdicts (lnrepro.pipeline.caption_verdicts): the figure's claims from
+results/claims.csv, one line each as claims.md's "By figure" prints them, read when the report renders;
+none from a claims table older than the figure, and a caption that says why there are none."""
+import os
+
+import pandas as pd
+import pytest
+from docutils.core import publish_parts
+
+from lnrepro.analyses.claims import COLUMNS
+from lnrepro.pipeline.caption_verdicts import CaptionVerdicts
+
+
+def claim(name, figure, ours, result, capped=False):
+    row = dict.fromkeys(COLUMNS, "")
+    return {**row, "claim": name, "figure": figure, "ours": ours, "paper_value": 2.5, "paper_range": "<= |W| 3",
+            "paper_result": result, "scaled_result": "", "capped": capped}
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results" / "figures").mkdir(parents=True)
+    (tmp_path / "results" / "figures" / "fig9.png").write_bytes(b"png")
+    return tmp_path
+
+
+def write_claims(rows):
+    pd.DataFrame(rows, columns=[*COLUMNS, "capped"]).to_csv("results/claims.csv", index=False)
+    later = os.path.getmtime("results/figures/fig9.png") + 10
+    os.utime("results/claims.csv", (later, later))
+
+
+def html(verdicts):
+    body = publish_parts(str(verdicts), writer_name="html")["body"]
+    assert "system-message" not in body, body
+    return body
+
+
+def test_a_figures_claims_are_its_verdict_lines_and_no_other_figures(workdir):
+    write_claims([claim("a_claim", "fig9", 1.23456, "PASS"), claim("b_claim", "§3.9", 7.0, "FAIL"),
+                  claim("other", "fig1", 0.5, "FAIL")])
+    body = html(CaptionVerdicts(["fig9", "§3.9"], ["results/figures/fig9.png"]))
+    assert "- a_claim: ours 1.23 (paper 2.5, range &lt;= |W| 3): PASS" in body  # |W| as text, not markup
+    assert "- b_claim: ours 7 (paper 2.5, range &lt;= |W| 3): FAIL" in body
+    assert "other" not in body and "CAPPED" not in body
+    assert repr(CaptionVerdicts(["fig9"], [])) == "CaptionVerdicts(fig9)"  # no file read: not a params trigger
+
+
+def test_a_capped_build_says_its_verdicts_are_not_results(workdir):
+    write_claims([claim("a_claim", "fig9", 1.0, "PASS", capped=True)])
+    assert "CAPPED build (training_cap)" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.png"]))
+
+
+def test_no_verdicts_from_a_claims_table_older_than_the_figure(workdir):
+    write_claims([claim("a_claim", "fig9", 1.0, "PASS")])
+    os.utime("results/figures/fig9.png")  # the figure redrawn after the claims were judged
+    os.utime("results/claims.csv", (1, 1))
+    body = html(CaptionVerdicts(["fig9"], ["results/figures/fig9.png"]))
+    assert "a_claim" not in body and "is older than" in body and "results/figures/fig9.png" in body
+
+
+def test_a_caption_says_why_it_has_no_verdicts(workdir):
+    assert "not built yet" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.png"]))
+    write_claims([claim("other", "fig1", 0.5, "FAIL")])
+    assert "no claim of" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.png"]))
