@@ -93,6 +93,7 @@ def mean_change(norm, layers, kind="random", seeds=3):
     return float(np.mean(changes))
 
 
+@pytest.mark.medium
 def test_postln_output_change_grows_faster_with_depth_than_preln_and_admin():
     # 10 seeds: with 3 the growth ratios moved by 1.5x with the initial weights' draw
     growth = {norm: mean_change(norm, 18, seeds=10) / mean_change(norm, 2, seeds=10) for norm in ("post", "pre", "admin")}
@@ -100,6 +101,7 @@ def test_postln_output_change_grows_faster_with_depth_than_preln_and_admin():
     assert growth["post"] > 1.4 * growth["pre"] and growth["post"] > 1.4 * growth["admin"]
 
 
+@pytest.mark.medium
 def test_adam_step_changes_the_output():
     assert mean_change("post", 2, kind="adam", seeds=1) > 0
 
@@ -419,6 +421,7 @@ def test_epoch_pairs_are_consecutive_checkpoints():
     assert epoch_pairs(ckpts, [4, 9]) == [(4, "e4", "e5")]
 
 
+@pytest.mark.medium
 def test_update_norms_command_on_fabricated_checkpoints(toy_data, tmp_path):
     """The rule's command end to end: three epoch checkpoints -> two pairs, the CSV and the PDF."""
     cfg = dataclasses.replace(tiny(1, "pre", "pre"), vocab_size=len(Dictionary.load(toy_data / "dict.txt")))

@@ -320,6 +320,7 @@ def test_finetuning_after_the_pretraining_diverged_says_where_it_diverged(bert_d
                                     f"{diverged.diverged_reason}")
 
 
+@pytest.mark.medium
 def test_two_workers_pretrain_like_one_process_with_update_freq_2(bert_data, tmp_path):
     """Multi-GPU pre-training is the translation trainer's DDP (2 gloo workers here); masks are keyed
     by the batch's place in the stream, so both layouts mask alike."""

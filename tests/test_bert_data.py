@@ -306,6 +306,7 @@ PAPER_TARGETS = ["results/data/bert/wiki_books/bin/train.pt", "results/data/glue
                  "results/data/glue/rte/bin/train.pt"]
 
 
+@pytest.mark.medium
 def test_paper_config_plans_the_real_chain(tmp_path):
     workdir = workflow_copy(tmp_path)
     out = snakemake(workdir, "-n", *PAPER_TARGETS, "--configfile", "config/config.yaml").stdout
@@ -318,6 +319,7 @@ def test_paper_config_plans_the_real_chain(tmp_path):
     assert "results/data/bert/wiki_books/bpe30000/codes" in out
 
 
+@pytest.mark.medium
 def test_glue_task_must_name_a_bert_corpus(tmp_path):
     workdir = workflow_copy(tmp_path)
     cfg = yaml.safe_load((workdir / "config/demo.yaml").read_text())

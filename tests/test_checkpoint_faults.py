@@ -61,6 +61,7 @@ CORRUPTIONS = {
 
 # ---- case 3: a corrupt last.pt, data file or epoch checkpoint --------------------------------------
 
+@pytest.mark.medium
 @pytest.mark.parametrize("how", CORRUPTIONS)
 @pytest.mark.parametrize("settings", ["same", "changed"])
 def test_a_corrupt_last_pt_is_moved_aside_and_the_run_starts_afresh(trained, toy_data, tmp_path, capsys, how,
@@ -203,6 +204,7 @@ def test_the_rules_exec_the_trainer_so_it_is_snakemakes_own_child():
 EPOCHS = 12  # an orphan would run on for seconds after epoch 1 (0.4 s an epoch here, unloaded)
 
 
+@pytest.mark.medium
 def test_a_trainer_whose_snakemake_is_killed_stops_and_resumes(toy_data, tmp_path):
     """A stand-in for Snakemake starts the trainer as the train rule does (bash -c 'set -euo pipefail;
     exec lnrepro train ... > log 2>&1') and is killed with SIGKILL after epoch 1."""

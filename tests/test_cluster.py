@@ -101,6 +101,7 @@ def installed_torch(venv):
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+@pytest.mark.medium
 def test_setup_installs_the_torch_asked_for_and_replaces_one_that_does_not_match(tmp_path):
     """TORCH_SPEC with pip options and TORCH_INDEX_URL both reach pip; an installed torch of another
     version, or of the same version from other options (a CPU build where a CUDA index is asked
@@ -154,6 +155,7 @@ def most_gpus_at_once(log):
     return most
 
 
+@pytest.mark.medium
 def test_readme_paper_commands_run_at_most_the_gpus_they_name(tmp_path):
     """Each command run as written, but with --touch instead of the jobs' commands: Snakemake's
     scheduler then starts every job of the papers' DAG (433) under the command's resources, in
@@ -190,6 +192,7 @@ def test_no_cluster_executor_in_the_workflow_profile():
     assert not default.exists() or "executor" not in (yaml.safe_load(default.read_text()) or {})
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("name", ["profiles/slurm", "profiles/local"])
 def test_profiles_plan_the_demo(name):
     proc = subprocess.run(SNAKEMAKE + ["results/figures/fig4.pdf", "-n", "--profile", name], cwd=ROOT,
@@ -197,6 +200,7 @@ def test_profiles_plan_the_demo(name):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
+@pytest.mark.medium
 def test_profile_named_slurm_resolves_after_setup():
     """docs/cluster.md's `snakemake --profile slurm ...` from the repo root (setup.sh installed it)."""
     from snakemake.common import get_appdirs
@@ -228,6 +232,7 @@ def planned_resources(workdir, cfg, targets):
     return jobs
 
 
+@pytest.mark.medium
 def test_jobs_ask_for_gpus_nodes_and_tasks_from_the_config(tmp_path):
     shutil.copy(ROOT / "Snakefile", tmp_path)
     for d in ("workflow", "config", "envs"):

@@ -26,6 +26,7 @@ def failed_lines(proc):
     return lines
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("edit, first, detail", [
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(corpus="deen2"),
      "config: runs.adam_5e-4_nowarm.corpus: 'deen2' is not a corpus (did you mean 'deen'?)",
@@ -43,6 +44,7 @@ def test_an_unknown_name_is_one_line_with_the_closest(tmp_path, edit, first, det
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.medium
 def test_a_missing_default_config_is_one_line_naming_the_configs(tmp_path):
     """No --configfile in a folder without config/demo.yaml (e.g. -d elsewhere): Snakemake said
     "Workflow defines configfile config/demo.yaml but it is not present" from a Snakefile frame."""
@@ -54,6 +56,7 @@ def test_a_missing_default_config_is_one_line_naming_the_configs(tmp_path):
                      f"name one: --configfile {configs}"]
 
 
+@pytest.mark.medium
 def test_an_unknown_target_is_one_line_with_the_targets_that_exist(tmp_path):
     """Snakemake said "No rule to produce results/figures/fig99.pdf" and no figure it can make."""
     workflow_copy(tmp_path)
@@ -66,6 +69,7 @@ def test_an_unknown_target_is_one_line_with_the_targets_that_exist(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.medium
 def test_an_exponent_without_a_dot_is_named_with_its_fix(tmp_path):
     """`lr: 2e-3` is text to YAML 1.1 (PyYAML): "is not of type number" said nothing of why."""
     workflow_copy(tmp_path)
@@ -77,6 +81,7 @@ def test_an_exponent_without_a_dot_is_named_with_its_fix(tmp_path):
                         "write 2.0e-3"), lines
 
 
+@pytest.mark.medium
 def test_a_figure_named_without_its_folder_is_one_line_naming_its_file(tmp_path):
     """`snakemake fig4` printed Snakemake's MissingRuleException with its traceback."""
     workflow_copy(tmp_path)
@@ -85,6 +90,7 @@ def test_a_figure_named_without_its_folder_is_one_line_naming_its_file(tmp_path)
     assert snakemake(tmp_path, "-n", "check_theory", "--cores", "1", check=False).returncode == 0  # a rule: as it was
 
 
+@pytest.mark.medium
 def test_an_error_of_the_claims_file_is_one_line(tmp_path):
     """config/claims.yaml's own cross-references: a WorkflowError with frames of claims.smk before."""
     workflow_copy(tmp_path)
@@ -99,11 +105,13 @@ def test_an_error_of_the_claims_file_is_one_line(tmp_path):
 @pytest.mark.xfail(strict=True, reason="Snakemake 9.27.1 opens each --configfile in its command line (cli.py "
                    "args_to_api -> ConfigSettings -> load_configfile) before it reads the Snakefile, so no code of "
                    "this workflow runs: its FileNotFoundError is printed with 25 lines of Snakemake's frames")
+@pytest.mark.medium
 def test_a_config_file_that_does_not_exist_is_one_line(tmp_path):
     workflow_copy(tmp_path)
     assert len(failed_lines(snakemake(tmp_path, "-n", "--configfile", "config/nope.yaml", check=False))) == 1
 
 
+@pytest.mark.medium
 def test_a_probed_run_that_trains_post_ln_by_default_is_taken(tmp_path):
     """gradient_probe.run checks what the run trains with: a Post-LN run with warm-up by the trainer's
     defaults (no enc_norm, dec_norm, warmup of its own) is not refused."""
@@ -118,6 +126,7 @@ def test_a_probed_run_that_trains_post_ln_by_default_is_taken(tmp_path):
     assert snakemake(tmp_path, "-n", "results/figures/fig3.pdf", "--configfile", edited_config(tmp_path, defaults_only)).returncode == 0
 
 
+@pytest.mark.medium
 def test_a_section_is_checked_when_a_target_needs_it(tmp_path):
     """An error of the admin: section stops the targets that read it, in one line, and not Fig 4's
     plan (lnrepro.pipeline.Pipeline.checked); before, every plan stopped at it."""
@@ -164,6 +173,7 @@ HOSTILE = "`touch PWNED`"
     (renamed(("bert", "runs"), "bert_preln", "x;y"), "bert.runs"),
 ], ids=["figure_dotdot", "figure_backtick", "corpus_dotdot", "run_dotdot", "run_dash", "model_slash",
         "bert_run_semicolon"])
+@pytest.mark.medium
 def test_a_name_that_is_not_a_plain_word_is_refused_before_any_job(tmp_path, edit, where):
     """A figure named ../../x wrote outside the work folder and one with a backtick ran its command
     (issue 42): every section's names are plain words, checked with the schema, in one line."""
@@ -177,6 +187,7 @@ def test_a_name_that_is_not_a_plain_word_is_refused_before_any_job(tmp_path, edi
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # nothing beside the work folder
 
 
+@pytest.mark.medium
 def test_a_download_named_by_its_url_must_be_a_plain_file_name(tmp_path):
     """An archive's file name defaults to its URL's last part: a backtick there reached a command."""
     workflow_copy(tmp_path)
@@ -191,6 +202,7 @@ def test_a_download_named_by_its_url_must_be_a_plain_file_name(tmp_path):
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "results").exists()
 
 
+@pytest.mark.medium
 def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
     """YAML keeps a duplicate key's last value: `lr` 1e-3 then 5e-1 trained at 0.5 without a word."""
     workflow_copy(tmp_path)
@@ -219,6 +231,7 @@ def alias_bomb(levels, width=10):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.medium
 def test_an_alias_bomb_is_refused_within_seconds(tmp_path):
     """10^9 values in 9 lines hung planning (Snakemake's validate printed the expansion, >1.7 GB):
     refused before anything walks it."""
@@ -230,6 +243,7 @@ def test_an_alias_bomb_is_refused_within_seconds(tmp_path):
                                      "aliases?); the papers' config has ~2,100: refused before anything reads it")
 
 
+@pytest.mark.medium
 def test_a_huge_text_is_refused_naming_its_key(tmp_path):
     """A 200 KB `paper:` text passed planning, then its figure's job failed: "Argument list too long"."""
     workflow_copy(tmp_path)
@@ -239,6 +253,7 @@ def test_a_huge_text_is_refused_naming_its_key(tmp_path):
                      "(config text travels in job commands and the report)"], lines
 
 
+@pytest.mark.medium
 def test_a_spec_over_the_argument_limit_travels_by_file(tmp_path):
     """Linux caps one argument at 128 KiB: 1,000 more runs made the plan's --spec ~700 KB, and its job
     failed with "lnrepro: Argument list too long". Now it goes by file."""
@@ -282,6 +297,7 @@ def test_config_text_checks_count_without_expanding():
     assert longest_text({"a": ["xy", {"bbb": "z" * 7}]}) == ("a[1].bbb", 7)
 
 
+@pytest.mark.medium
 def test_planning_notes_unpinned_and_plain_http_downloads(tmp_path):
     """With sha256 null the hash to pin went to a job's log only, and plain http passed in silence."""
     workflow_copy(tmp_path)
@@ -299,6 +315,7 @@ def test_planning_notes_unpinned_and_plain_http_downloads(tmp_path):
     assert "plain http" not in err and entries
 
 
+@pytest.mark.medium
 def test_values_far_outside_the_papers_are_noted_when_planned(tmp_path):
     """epochs 1,000,000 (ETA 186 h, a disk of checkpoints), beam 1000 and n_train 1e9 passed planning
     without a word (issue 42): each gets a note, the epochs one with its checkpoints' size."""

@@ -41,6 +41,7 @@ def batch(n=8, length=7, vocab=40, seed=0, pad_tail=2):
     return src.to(DEVICE), prev.to(DEVICE), tgt.to(DEVICE)
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
 def test_every_precision_learns_a_fixed_batch(precision):
     """The trainer's update (loss factor, unscale, overflow check, step: lnrepro bench's train_steps)."""
@@ -148,6 +149,7 @@ def test_beam_search_on_the_device_finds_the_cpus_hypotheses():
     assert on_device == on_cpu and all(on_cpu)
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_a_run_trains_and_decodes_on_the_device_and_its_checkpoint_reads_on_the_cpu(toy_data, tmp_path, precision):
     out = tmp_path / "run"

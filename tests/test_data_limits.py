@@ -84,6 +84,7 @@ def test_pairs_over_max_tokens_are_counted_said_and_validated_alone(tmp_path, ca
     assert m.valid_loss.iloc[0] == pytest.approx(every, rel=1e-5)
 
 
+@pytest.mark.medium
 def test_a_figure_marks_a_panel_of_runs_validated_on_different_sets(tmp_path, capsys, one_thread):
     """One run validated on 22 pairs (one of 23 is over the model's positions), one on 20 (another valid
     split): their validation panel is marked, with each run's count; a panel of one run, or of train

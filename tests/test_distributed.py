@@ -40,6 +40,7 @@ def one_process_and_two_workers(data, out, **flags):
     return pd.read_csv(out / "one" / "metrics.csv"), pd.read_csv(out / "two" / "metrics.csv"), proc.stderr
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("parity", [0, 1], ids=["even-batches", "odd-batches"])
 def test_two_workers_match_one_process_with_update_freq_2(toy_data, tmp_path, parity):
     """With an odd count, the last update has one batch: the idle worker joins with zero weight."""
@@ -54,6 +55,7 @@ def test_two_workers_match_one_process_with_update_freq_2(toy_data, tmp_path, pa
     assert json.loads((tmp_path / "two" / "metrics.csv.provenance.json").read_text())["command"] == "train"
 
 
+@pytest.mark.medium
 def test_two_workers_diverge_at_the_update_one_process_does(toy_data, tmp_path):
     """The divergence check all-reduces the same loss at the same updates as one process checks it."""
     one, two, _ = one_process_and_two_workers(toy_data, tmp_path, optimizer="sgd", lr=1e6, schedule="constant",

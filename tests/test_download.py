@@ -239,6 +239,7 @@ def test_download_retries_a_connection_cut_off(server, tmp_path, cut):
     assert leftovers(tmp_path) == ["a.tgz", "www"]
 
 
+@pytest.mark.medium
 def test_a_server_that_drips_is_cut_off_by_rate_then_by_deadline(server, tmp_path):
     """One byte at a time under the socket timeout was never cut off (issue 42): an attempt slower than
     min_rate once past its grace is retried, and the whole download stops at its deadline."""

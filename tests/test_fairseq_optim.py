@@ -154,6 +154,7 @@ def test_an_unknown_implementation_is_refused():
         TrainConfig(optimizer_impl="apex")
 
 
+@pytest.mark.medium
 def test_a_run_trains_with_the_papers_optimizers(toy_data, tmp_path):
     tiny = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout=0.1, max_tokens=200,
                 device="cpu", threads=1, enc_norm="pre", dec_norm="pre", schedule="constant", warmup=0, epochs=3)

@@ -83,6 +83,7 @@ def warmup_text(warmup):
     return f"warm-up {warmup}" if warmup > 1 else "no warm-up"
 
 
+@pytest.mark.medium
 def test_every_legend_label_states_the_lr_and_warmup_its_run_trains(dry_run):
     name, figures, trained = dry_run
     assert len(figures) == len(config(name)["figures"]) + 1
@@ -154,6 +155,7 @@ def span_holds(text, unit, value):
     return int(low) <= value <= int(high or low)
 
 
+@pytest.mark.medium
 def test_each_demo_figures_scale_note_is_true_for_the_runs_it_draws(demo_notes):
     """One note on all 15 figures said "lrs x2, warm-ups in epochs", false for Fig 3, the theory checks,
     Fig 5 and every Liu figure. Each note now states its runs' depth, width, length, and the lr factor

@@ -138,6 +138,7 @@ def drawn(monkeypatch):
     return saved
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
 def test_every_text_lies_inside_the_figure_and_fonts_are_truetype(case, drawn, tmp_path):
     case(tmp_path / "f.pdf")

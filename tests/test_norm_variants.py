@@ -415,6 +415,7 @@ TRAIN_CASES = [("deepnorm", "deepnorm", "layernorm"), ("sandwich", "sandwich", "
                ("pre", "pre", "dyt"), ("deepnorm", "resi_dual", "rmsnorm")]
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("enc, dec, fn", TRAIN_CASES)
 def test_a_2_layer_model_of_each_variant_trains_on_the_toy_corpus(enc, dec, fn, one_thread):
     vocab, train = toy_batches(8, 24, seed=1)

@@ -53,6 +53,7 @@ def test_example_names_the_own_corpus_docs_corpus_run_and_target():
         assert text in doc
 
 
+@pytest.mark.medium
 def test_own_corpus_is_prepared_binarized_trained_and_scored(own):
     workdir, cfg = own
     binarized = workdir / "results/data/mine/bpe100/bin"
@@ -70,6 +71,7 @@ def test_own_corpus_is_prepared_binarized_trained_and_scored(own):
     assert len((workdir / "results/eval/mine_preln/hyp_epoch1.txt").read_text().splitlines()) == 20
 
 
+@pytest.mark.medium
 def test_the_terminal_shows_the_trainings_progress_and_a_summary(own):
     """The training's log has every progress line; the terminal the last one (its epoch's end,
     at once; an update line waits LNREPRO_PROGRESS, 30 s) and the summary (test_progress.py)."""
@@ -84,6 +86,7 @@ def test_the_terminal_shows_the_trainings_progress_and_a_summary(own):
     assert summary[1].startswith("  logs:    logs/<step>/") and "next:" not in terminal  # no figure yet
 
 
+@pytest.mark.medium
 def test_nothing_to_do_then_a_decode_edit_plans_evaluation_not_training(own):
     workdir, cfg = own
     target = "results/eval/mine_preln/bleu.csv"
@@ -103,6 +106,7 @@ def test_nothing_to_do_then_a_decode_edit_plans_evaluation_not_training(own):
     assert rows["results/train/mine_preln/metrics.csv"][4:6] == ["ok", "no update"]
 
 
+@pytest.mark.medium
 def test_missing_text_is_named_when_the_dag_is_planned(tmp_path, own):
     """Before any job: a note per missing file of `files`, naming its key; none once the files exist."""
     workflow_copy(tmp_path)
@@ -114,6 +118,7 @@ def test_missing_text_is_named_when_the_dag_is_planned(tmp_path, own):
     assert "lnrepro: note" not in snakemake(own[0], "-n", "--configfile", EXAMPLE).stderr
 
 
+@pytest.mark.medium
 def test_missing_books_are_named_when_the_paper_dag_is_planned(tmp_path):
     workflow_copy(tmp_path)
     stderr = snakemake(tmp_path, "-n", "results/figures/fig5.pdf", "--configfile", "config/config.yaml").stderr

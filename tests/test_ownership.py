@@ -64,6 +64,7 @@ def theory_config(path, seeds):
     return path.name
 
 
+@pytest.mark.medium
 def test_a_second_config_cannot_overwrite_the_firsts_results_in_one_checkout(tmp_path):
     """The first config builds its theory figure; a second config (another file) planning the same
     paths is refused before any job, the first's figure byte for byte intact; the first config edited

@@ -145,6 +145,7 @@ def dry_run_commands(workdir, cfg, *targets):
     return snakemake(workdir, "-n", "-p", "--forceall", *targets, "--configfile", "cfg.yaml").stdout
 
 
+@pytest.mark.medium
 def test_the_cap_reaches_every_trainer_as_flags_and_only_with_the_key(tmp_path):
     workdir = workflow_copy(tmp_path)
     paper = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -165,6 +166,7 @@ def test_the_cap_reaches_every_trainer_as_flags_and_only_with_the_key(tmp_path):
 
 
 
+@pytest.mark.medium
 def test_paper_runs_train_with_the_papers_optimizers_and_the_demo_with_torchs(tmp_path):
     """train_defaults' optimizer_impl reaches every run (a schema default in a run would override it)."""
     workdir = workflow_copy(tmp_path)

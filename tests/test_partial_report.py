@@ -28,6 +28,7 @@ def theory_report(tmp_path_factory):
     return workdir
 
 
+@pytest.mark.medium
 def test_report_on_a_partial_build_names_its_targets(theory_report):
     workdir = theory_report
     html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
@@ -41,6 +42,7 @@ def test_report_on_a_partial_build_names_its_targets(theory_report):
     assert "theory_checks.csv" in (workdir / "on_disk.html").read_text(encoding="utf-8", errors="replace")
 
 
+@pytest.mark.medium
 def test_the_reports_figure_preview_shows_in_headless_chromium(theory_report, tmp_path):
     previews = browser.report_previews(theory_report / "report.html", tmp_path)
     shown = previews["results/figures/theory.png"]
@@ -49,6 +51,7 @@ def test_the_reports_figure_preview_shows_in_headless_chromium(theory_report, tm
     assert set(previews) == {"results/figures/theory.png"}  # the tables are downloaded, not previewed
 
 
+@pytest.mark.medium
 def test_config_text_reaches_a_report_caption_as_literal_text(tmp_path):
     """A figure's `paper:` text is the user's, not the report's markup (issue 42): `.. raw:: html` put a
     <script> into report.html and `.. include::` a file's content. Each caption now shows the text as

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from lnrepro.pipeline import Pipeline  # noqa: E402
+from workflow_helpers import pipeline_of  # noqa: E402
 
 
 def pipeline(name="demo", edit=None):
@@ -21,8 +22,7 @@ def pipeline(name="demo", edit=None):
     config = yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
     if edit:
         edit(config)
-    workflow = types.SimpleNamespace(basedir=str(ROOT), is_main_process=False, rules=[])
-    p = Pipeline(config, workflow)
+    p = pipeline_of(config)
     p.validate_config()
     return p
 

@@ -169,6 +169,7 @@ def test_a_built_dictionary_sets_the_vocabulary(tmp_path):
     assert {r["run"]: r["params"] for r in p["runs"]}["a"] == 17_504 - 2 * (1000 - 100) * 8
 
 
+@pytest.mark.medium
 def test_paper_config_plans_results_plan_md(tmp_path):
     """A dry run plans results/plan.md for config/config.yaml: one job, the plan rule only."""
     wf = workflow_copy(tmp_path)
@@ -282,6 +283,7 @@ def dry_run_jobs(text):
     return jobs
 
 
+@pytest.mark.medium
 def test_the_plan_counts_the_dags_decoding_and_probe_jobs(tmp_path):
     """The demo's DAG: its evaluate, evaluate_averaged and probe jobs are the plan's (results/plan_jobs.csv)."""
     wf = workflow_copy(tmp_path)
@@ -306,6 +308,7 @@ def test_the_plan_counts_the_dags_decoding_and_probe_jobs(tmp_path):
     assert "## Decoding" in text and "## Probes (CPU)" in text and "decoding in 42 jobs" in text
 
 
+@pytest.mark.medium
 def test_the_planned_runtime_reaches_a_paper_dry_run(tmp_path):
     """config.yaml sets no train/evaluate runtime: the dry run's runtime= is the plan's (the formula above)."""
     wf = workflow_copy(tmp_path)

@@ -142,6 +142,7 @@ def test_a_scale_at_its_floor_stops_the_run_as_diverged_with_the_reason(toy_data
     assert "epoch 1/3 DIVERGED at update 2 (minimum loss scale reached" in capsys.readouterr().err
 
 
+@pytest.mark.medium
 def test_an_fp16_run_resumes_with_its_loss_scaler(toy_data, tmp_path):
     cfg = TrainConfig(**TINY, precision="fp16", fp16_scale_window=3, epochs=3)
     full, _ = run(cfg, toy_data, tmp_path / "full")

@@ -111,6 +111,7 @@ def fake_grads(state, norm, layers, value):
                          for s in (1, 2) for side in ("enc", "dec") for i in range(1, layers + 1) for m in ("W1", "W2")])
 
 
+@pytest.mark.medium
 def test_figure_table_holds_every_panel(tmp_path):
     grads = pd.concat([fake_grads("init", n, L, (lambda i: float(i)) if n == "post" else (lambda i: 1.0))
                        for n in ("post", "pre") for L in (2, 3)] + [fake_grads("after_warmup", "post", 2, lambda i: 0.01)])

@@ -98,6 +98,7 @@ def test_the_follower_reads_only_new_complete_lines(tmp_path, capsys):
                                                     f"[train old] {done(1)}"]
 
 
+@pytest.mark.medium
 def test_lnrepro_train_prints_epochs_of_the_run_with_tok_s_and_the_run_eta(toy_data, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.run(cli(tmp_path, toy_data, epochs=2), check=True, capture_output=True, text=True, env=env)

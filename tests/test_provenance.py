@@ -182,6 +182,7 @@ def test_claims_flag_every_input_other_code_made(tmp_path):
     assert provenance.read(tmp_path / "c.csv")["command"] == "claims"
 
 
+@pytest.mark.medium
 def test_the_report_flags_a_claims_input_other_code_made(tmp_path):
     """The real workflow on a config of the theory checks alone (~20 s): its claims and report name
     the commit of their input; one made by older code (its sidecar says so) is flagged in both."""
@@ -269,6 +270,7 @@ def test_evaluation_records_its_hypotheses_and_removes_its_stale_ones(trained, t
     assert len(hyp.read_text().splitlines()) == len((toy_data / "test.ref").read_text().splitlines())
 
 
+@pytest.mark.medium
 def test_a_figure_drawn_from_an_unrecorded_or_edited_result_says_so(trained, tmp_path):
     """A figure redrew a hand-edited metrics.csv without a mark (issue 42): now its title and log say so."""
     run, entry = trained
@@ -313,6 +315,7 @@ def test_each_recording_commands_results_name_its_own_options(command):
     assert fields and fields <= dests, fields - dests
 
 
+@pytest.mark.medium
 def test_the_end_to_end_tests_refuse_a_demo_of_another_commit(tmp_path):
     """The demo fixture itself, in a pytest of its own: a setup error naming the result, no build (the
     folder has no Snakefile either: were it not refused, snakemake would fail at once)."""

@@ -54,6 +54,7 @@ EDITS = {
 }
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("key", EDITS)
 def test_an_edit_that_rebuilds_the_data_retrains_afresh(built, key):
     workdir, cfg = built
@@ -64,6 +65,7 @@ def test_an_edit_that_rebuilds_the_data_retrains_afresh(built, key):
     assert "resuming" not in log and after != before
 
 
+@pytest.mark.medium
 def test_a_rerun_on_the_same_data_resumes(built):
     workdir, cfg = built
     before = pd.read_csv(workdir / METRICS)
@@ -73,6 +75,7 @@ def test_a_rerun_on_the_same_data_resumes(built):
     pd.testing.assert_frame_equal(before, pd.read_csv(workdir / METRICS))
 
 
+@pytest.mark.medium
 def test_a_failed_attempts_log_outlives_its_retry(tmp_path):
     """Snakemake deletes a job's log before each attempt: a training stopped by SIGTERM (a SLURM cancel,
     a time limit) and retried lost the first attempt's lines. They are kept as LOG.failed."""

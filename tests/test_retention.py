@@ -178,6 +178,7 @@ def planned_jobs(workdir, cfg, name="plan.yaml"):
     return jobs, (workdir / "results" / "plan.md").read_text()
 
 
+@pytest.mark.medium
 def test_the_plan_key_sets_the_throughput(tmp_path):
     """The config's `plan:` reaches the plan: the measured pass by default, plan.updates_per_s in its place (the
     tiny run on a GPU: 1+1 layers, 6 updates an epoch x 2, 2/12 of a pass each, + the warm-up of 2 x 12 passes)."""
@@ -205,6 +206,7 @@ def retention_config(keep):
     return cfg
 
 
+@pytest.mark.medium
 def test_keep_all_plans_no_retain_job(tmp_path):
     workdir = workflow_copy(tmp_path)
     (workdir / "all.yaml").write_text(yaml.safe_dump(retention_config("all")))
@@ -256,6 +258,7 @@ def planned_needs(workdir, configfile, runs):
     return {run: json.loads(needs) for run, needs in found}
 
 
+@pytest.mark.medium
 def test_the_paper_configs_retain_jobs_keep_what_its_steps_read(tmp_path):
     """config/config.yaml: Fig 11's pairs, Figs 7's last and the tables' last 10 of the 6-layer Pre-LN run;
     the probe's warm-up run; BERT's 20 fine-tuned rounds; nothing of a run only drawn per epoch."""

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from lnrepro.core.run_lock import lock_run_folder
 
 FLAGS = ["--enc-layers", "2", "--dec-layers", "2", "--d-model", "32", "--ffn-dim", "64", "--heads", "4",
@@ -28,6 +30,7 @@ def wait_for(path, proc, timeout=120):
         time.sleep(0.2)
 
 
+@pytest.mark.medium
 def test_a_second_trainer_is_refused_and_a_killed_ones_folder_resumes(toy_data, tmp_path):
     out = tmp_path / "run"
     first = trainer(toy_data, out, "--epochs", "40", "--lr", "1e-3")

@@ -2,6 +2,7 @@
 `--tensorboard true` to its training command, and nothing else changes; false or absent adds no
 flag, so configs without it keep their commands (and their trainings stay done). A dry run of the
 demo config, a few seconds."""
+import pytest
 import yaml
 
 from workflow_helpers import ROOT, snakemake
@@ -26,6 +27,7 @@ def turn_on(cfg):
     cfg["bert"]["runs"]["bert_preln"]["tensorboard"] = False  # a run's own false wins
 
 
+@pytest.mark.medium
 def test_tensorboard_true_adds_only_its_flag_to_those_runs_trainings(tmp_path):
     before, after = commands(tmp_path, "plain"), commands(tmp_path, "tensorboard", turn_on)
     changed = {b: a for b, a in zip(before, after) if a != b}

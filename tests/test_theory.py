@@ -71,6 +71,7 @@ def test_fitted_exponent_recovers_a_power_law(k):
     assert theory.fitted_exponent(x, 3.0 * x ** k) == pytest.approx(k, abs=1e-9)
 
 
+@pytest.mark.medium
 def test_theorem1_exponents_post_ln_flat_pre_ln_inverse_sqrt():
     rows = theory.theorem1_rows(d=32, depths=[4, 8, 16, 32], seeds=8, sequences=8, positions=8, vocab_size=100)
     for norm, expected in (("post", 0.0), ("pre", -0.5)):
@@ -95,6 +96,7 @@ def test_gaussian_norm_concentrates_as_the_paper_bound_says():
     assert concentration(z, (eps,))[eps] <= math.exp(-d * eps ** 2 / 8)
 
 
+@pytest.mark.medium
 def test_measure_writes_every_check(tmp_path):
     points, summary = theory.measure(d=16, layers=2, depths=[2, 4], seeds=2, sequences=2, positions=4, vocab_size=20)
     assert set(points.check) == {"lemma2", "lemma3", "theorem1", "concentration"}

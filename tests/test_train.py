@@ -20,6 +20,7 @@ TINY = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout
 DETERMINISTIC = ["epoch", "updates", "train_loss", "train_nll", "valid_loss", "valid_nll", "lr", "grad_norm"]
 
 
+@pytest.mark.medium
 def test_training_lowers_the_loss_and_writes_every_epoch(toy_data, tmp_path):
     cfg = TrainConfig(**TINY, enc_norm="pre", dec_norm="pre", lr=2e-3, schedule="constant", warmup=0, epochs=4)
     train(cfg, toy_data, tmp_path)
@@ -40,6 +41,7 @@ def cli(out, data, epochs=6):
     return args
 
 
+@pytest.mark.medium
 def test_killed_run_resumes_to_the_same_metrics(toy_data, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     subprocess.run(cli(tmp_path / "full", toy_data), check=True, env=env, capture_output=True)
@@ -81,6 +83,7 @@ def larger_dictionary(data):
 
 @pytest.mark.parametrize("edit, reason", [(other_valid_set, "valid.pt differs"),
                                           (larger_dictionary, "dict.txt differs")], ids=["valid", "dict"])
+@pytest.mark.medium
 def test_a_checkpoint_of_other_data_is_never_resumed(toy_data, tmp_path, capsys, edit, reason):
     """Same settings, data rebuilt (another valid split, another BPE vocabulary): a fresh run."""
     cfg = TrainConfig(**TINY, epochs=2)
@@ -96,6 +99,7 @@ def test_a_checkpoint_of_other_data_is_never_resumed(toy_data, tmp_path, capsys,
     pd.testing.assert_frame_equal(fresh[DETERMINISTIC], again[DETERMINISTIC])
 
 
+@pytest.mark.medium
 def test_an_admin_checkpoint_of_other_omegas_is_never_resumed(toy_data, tmp_path, capsys):
     """omega.json is among the files a run trains on: a new profile (another profiling method, say)
     restarts the Admin run with the reason, as other data does."""
@@ -144,6 +148,7 @@ def test_older_checkpoints_load_for_evaluation_and_are_not_resumed(toy_data, tmp
     assert list(pd.read_csv(tmp_path / "metrics.csv").epoch) == [1]
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("fields, reason", [
     ({"format": 2}, "was written by an older version of lnrepro (checkpoint format 2, now 3)"),  # as format 2 wrote it
     ({"format": 3}, "was trained on other data (dict.txt, train.pt, valid.pt differ)"),  # no digests, whatever the format

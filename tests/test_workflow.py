@@ -18,7 +18,8 @@ import browser
 from figure_checks import fonts_are_truetype, png_is_drawn
 from lnrepro.analyses import verdicts
 from lnrepro.core.provenance import DIRTY_TEXT
-from workflow_helpers import ROOT, foreign_demo, quick_start_demo_args, report_captions, snakemake, workflow_copy
+from workflow_helpers import (ROOT, foreign_demo, quick_start_demo_args, refusal_before_any_job, report_captions, snakemake,
+                              workflow_copy)
 
 
 def demo_config():
@@ -132,13 +133,28 @@ def with_seed_row(edit):
     (lambda c: c["bert"]["runs"]["bert_preln"].update(lr=float("inf")), "bert.runs.bert_preln.lr: inf is not a finite number"),
     (lambda c: c["bert"]["finetune"].update(lr=[float("nan")]), "bert.finetune.lr[0]: nan is not a finite number"),
 ])
-def test_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
+def test_config_error_names_the_key_before_any_job(edit, expected):
+    cfg = demo_config()
+    edit(cfg)
+    assert expected in refusal_before_any_job(cfg)
+
+
+@pytest.mark.medium
+@pytest.mark.parametrize("edit, expected", [  # one of each stage of checks, through Snakemake
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(lr="fast"), "fast"),  # the schema (common.smk)
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(corpus="iwslt"), "runs.adam_5e-4_nowarm.corpus"),  # check_config
+    (lambda c: c["models"]["demo"].update(heads=3), "models.demo.heads: heads 3 does not divide d_model 64"),  # trainable
+    (lambda c: c["bert"]["runs"]["bert_preln"].update(corpus="wiki"), "bert.runs.bert_preln.corpus"),  # bert_data.smk
+    (lambda c: c["admin"]["gradients"].update(run="no_such_run"), "admin.gradients.run"),  # a section (Snakefile)
+])
+def test_the_workflow_stops_on_a_config_error_before_any_job(tmp_path, edit, expected):
     workflow_copy(tmp_path)
     cfg = demo_config()
     edit(cfg)
     proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", write_config(tmp_path, cfg), check=False)
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr
+    assert refusal_before_any_job(cfg).splitlines()[0] == (proc.stdout + proc.stderr).splitlines()[0]  # as in-process
     assert not (tmp_path / "results").exists()
 
 
@@ -152,20 +168,18 @@ def test_config_error_names_the_key_before_any_job(tmp_path, edit, expected):
     (lambda c: c["corpora"]["deen"].update(bpe_merges="many"),
      "config: corpora.deen.bpe_merges: 'many' is not of type integer"),
 ])
-def test_a_schema_error_is_one_line_first_then_a_few(tmp_path, edit, first_line):
+def test_a_schema_error_is_one_line_first_then_a_few(edit, first_line):
     """The schema's error as config_error's are: the key path, the bad value, what is allowed, the
-    closest valid key; then a few lines of detail, never jsonschema's dump of the schema."""
-    workflow_copy(tmp_path)
+    closest valid key; then a few lines of detail, never jsonschema's dump of the schema (Snakemake
+    prints the same lines: test_the_workflow_stops_on_a_config_error_before_any_job)."""
     cfg = demo_config()
     edit(cfg)
-    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", write_config(tmp_path, cfg), check=False)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode != 0
+    output = refusal_before_any_job(cfg)
     assert output.splitlines()[0] == first_line, output[:3000]
     assert len(output.splitlines()) < 15 and "Failed validating" not in output, output[:3000]
-    assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.medium
 def test_a_config_of_corpora_alone_plans_their_data(tmp_path):
     """Preparing data needs no models, runs or figures: a local corpus and threads are a config."""
     workflow_copy(tmp_path)
@@ -186,6 +200,7 @@ def test_a_config_of_corpora_alone_plans_their_data(tmp_path):
     assert target in proc.stdout
 
 
+@pytest.mark.medium
 def test_admin_on_one_side_plans_its_profiling(tmp_path):
     """Admin beside Post-LN is a supported hybrid: it plans, with its admin_profile job."""
     workflow_copy(tmp_path)
@@ -198,6 +213,7 @@ def test_admin_on_one_side_plans_its_profiling(tmp_path):
     assert "lnrepro admin-profile" in proc.stdout and " --method clinic-running " in proc.stdout
 
 
+@pytest.mark.medium
 def test_lint_is_clean():
     """Every lint, "Mixed rules and functions in same snakefile" too: the rule files hold rules, their
     helpers live in lnrepro.pipeline (docs/layout.md)."""
@@ -212,6 +228,7 @@ def test_paper_config_validates_against_the_schema():
              str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
 
 
+@pytest.mark.medium
 @pytest.mark.parametrize("gpus, update_freq", [(1, 16), (4, 4), (16, 1)])
 def test_paper_batch_maps_to_the_runs_gpus(tmp_path, gpus, update_freq):
     """Xiong et al.'s WMT batch, 8192 tokens x 16 GPUs, is the same on any GPU count."""
@@ -226,6 +243,7 @@ def test_paper_batch_maps_to_the_runs_gpus(tmp_path, gpus, update_freq):
     assert "--update-tokens" not in command
 
 
+@pytest.mark.medium
 def test_liu_runs_train_in_fp16_as_clinics_recipes_and_xiongs_in_fp32(tmp_path):
     workflow_copy(tmp_path)
     runs = ("train/liu_iwslt_admin_seed1", "train/liu_grid_pre_5e-4_b0.99", "train/adam_5e-4_warm4000",

@@ -1,14 +1,18 @@
 """Running the real workflow from a test: a scratch copy of it, a Snakemake call that fails loudly, and
 the README's quick start commands as written."""
+import contextlib
+import io
 import json
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 from lnrepro.core import provenance
+from lnrepro.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -27,6 +31,27 @@ def snakemake(workdir, *args, check=True, timeout=None):
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
+
+
+def pipeline_of(config):
+    """The Pipeline of a config, as common.smk makes it, without Snakemake (no target, not the main process)."""
+    return Pipeline(config, types.SimpleNamespace(basedir=str(ROOT), is_main_process=False, rules=[]))
+
+
+def refusal_before_any_job(config):
+    """What planning the config prints before it stops (exit status 1), in-process: the checks the rule
+    files and the Snakefile run as Snakemake reads them, in their order, with no target named (every
+    section checked). A few end-to-end runs show the Snakefile calls them (tests/test_workflow.py)."""
+    p = pipeline_of(config)
+    printed = io.StringIO()
+    with contextlib.redirect_stderr(printed):
+        try:
+            for check in (p.validate_config, p.check_config, p.check_trainable, p.check_bert_data_config, p.check_sections):
+                check()
+        except SystemExit as stopped:
+            assert stopped.code == 1, stopped.code
+            return printed.getvalue()
+    raise AssertionError("the config was accepted")
 
 
 DEMO_CHECKED = "claims.csv"  # the demo's last result: a demo without its sidecar has no provenance
