@@ -51,6 +51,7 @@ include: "workflow/rules/theory.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/admin.smk"
 include: "workflow/rules/bert.smk"
+include: "workflow/rules/sweeps.smk"
 include: "workflow/rules/retention.smk"
 include: "workflow/rules/plan.smk"
 

@@ -42,7 +42,8 @@ def test_train_help_shows_choices_and_defaults(capsys):
     with pytest.raises(SystemExit):
         build_parser("train").parse_args(["train", "--help"])
     out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
-    assert "--enc-norm {post,pre,admin,fixup}" in out
+    assert "--enc-norm {post,pre,admin,fixup,deepnorm,sandwich,tfixup,resi_dual}" in out
+    assert "--norm-fn {layernorm,rmsnorm,dyt}" in out and "(default: layernorm)" in out
     assert "--init {standard,looklinear}" in out and "(default: standard)" in out
     assert "--optimizer {adam,sgd,radam}" in out
     assert "--schedule {inverse_sqrt,step,step_inverse_sqrt,linear,constant}" in out

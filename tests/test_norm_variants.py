@@ -2,11 +2,15 @@
 and the authors' code's, written here as each writes it), each variant's init on a 2+2-layer model against
 the standard init it scales, its forward pass against a hand computation from the weights (float64), and a
 throw-away training of each on the toy corpus whose loss goes down."""
+import copy
 import math
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+import yaml
 
 from lnrepro import settings
 from lnrepro.core.batching import pad_right
@@ -16,6 +20,7 @@ from lnrepro.core.norms import (DEEPNORM_BETA_SOURCE, DYT_ALPHA_INIT, RESIDUAL_F
                                 TFIXUP_V_GAIN, DynamicTanh, RMSNorm, deepnorm_constants, tfixup_embedding_scale,
                                 tfixup_scale)
 from lnrepro.core.toy_corpus import reversal_pairs
+from workflow_helpers import ROOT, pipeline_of, refusal_before_any_job
 
 N, M = 2, 2  # the 2+2-layer models
 DEPTHS = [(2, 2), (6, 6), (18, 18), (100, 100), (12, 6), (3, 7), (1, 50)]
@@ -32,7 +37,7 @@ def seeded(cfg, seed=7):
 
 
 # ---- the names: the workflow's pairs keep their count ----
-def test_the_variants_are_outside_the_workflows_norm_pairs():
+def test_the_variants_are_beside_the_papers_norm_pairs():
     assert settings.NORMS == ("post", "pre", "admin", "fixup") and len(settings.NORM_PAIRS) == 8
     assert set(settings.VARIANT_NORMS) == {"deepnorm", "sandwich", "tfixup", "resi_dual"}
     assert settings.MODEL_NORMS == settings.NORMS + settings.VARIANT_NORMS
@@ -442,3 +447,49 @@ def test_a_2_layer_model_of_each_variant_trains_on_the_toy_corpus(enc, dec, fn, 
     after = held_loss()
     # down by 15% at least, and below the uniform distribution's loss ln(V) (3.56; 2.5-3.3 here)
     assert math.isfinite(after) and after < 0.85 * before and after < math.log(vocab), (before, after)
+
+
+# ---- the variants through the trainer's flags and a config's runs ----------------------------------
+@pytest.mark.medium
+def test_the_trainer_takes_a_variant_per_side_and_a_norm_fn_and_records_them(toy_data, tmp_path, capsys):
+    from lnrepro.cli import main
+    from lnrepro.core.translation import load_model
+    flags = ["--enc-layers", "2", "--dec-layers", "2", "--d-model", "32", "--ffn-dim", "64", "--heads", "4",
+             "--max-tokens", "200", "--device", "cpu", "--threads", "1", "--epochs", "2", "--lr", "2e-3", "--warmup", "0",
+             "--schedule", "constant", "--enc-norm", "sandwich", "--dec-norm", "deepnorm", "--norm-fn", "rmsnorm"]
+    assert main(["train", "--data", str(toy_data), "--out", str(tmp_path), *flags]) == 0
+    assert "norm enc/dec sandwich/deepnorm (rmsnorm)" in "".join(capsys.readouterr())  # the run's log
+    metrics = pd.read_csv(tmp_path / "metrics.csv")
+    assert metrics.diverged.sum() == 0 and metrics.valid_loss.iloc[-1] < metrics.valid_loss.iloc[0]
+    model = load_model(tmp_path / metrics.checkpoint.iloc[-1])
+    assert (model.cfg.enc_norm, model.cfg.dec_norm, model.cfg.norm_fn) == ("sandwich", "deepnorm", "rmsnorm")
+    assert type(model.encoder.layers[0].attn_block.out_norm).__name__ == "RMSNorm"  # sandwich: an LN after the branch too
+
+
+def test_a_config_run_of_each_variant_trains_with_its_flags_and_the_papers_runs_keep_theirs():
+    config = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    before = {run: pipeline_of(copy.deepcopy(config)).train_flags(SimpleNamespace(run=run)) for run in config["runs"]}
+    for norm in settings.VARIANT_NORMS:
+        config["runs"][f"lab_{norm}"] = {"norm": norm, **({} if norm == "tfixup" else {"norm_fn": "rmsnorm"})}
+    config["runs"]["lab_hybrid"] = {"enc_norm": "resi_dual", "dec_norm": "pre", "norm_fn": "dyt"}
+    p = pipeline_of(config)
+    p.validate_config()
+    p.check_config()
+    flags = {run: p.train_flags(SimpleNamespace(run=run)) for run in config["runs"]}
+    assert " --enc-norm deepnorm " in flags["lab_deepnorm"] and " --dec-norm deepnorm " in flags["lab_deepnorm"]
+    assert " --norm-fn rmsnorm " in flags["lab_sandwich"] and "--norm-fn" not in flags["lab_tfixup"]
+    assert " --enc-norm resi_dual " in flags["lab_hybrid"] and " --dec-norm pre " in flags["lab_hybrid"]
+    assert " --norm-fn dyt " in flags["lab_hybrid"]
+    assert {run: flags[run] for run in before} == before  # a run that sets no norm_fn trains as it did
+
+
+def test_a_norm_fn_the_model_refuses_is_a_config_error_naming_the_run():
+    config = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    config["runs"]["liu_wmt_admin_6L"]["norm_fn"] = "rmsnorm"
+    assert "config: runs.liu_wmt_admin_6L.norm_fn: norm_fn='rmsnorm' with Admin" in refusal_before_any_job(config)
+    config = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    config["runs"]["lab"] = {"norm": "tfixup", "norm_fn": "dyt"}
+    assert "runs.lab.norm_fn: norm_fn='dyt' with enc_norm='tfixup', dec_norm='tfixup': no normalization layer" \
+        in refusal_before_any_job(config)
+    config["runs"]["lab"] = {"enc_norm": "admin", "dec_norm": "deepnorm"}
+    assert "runs.lab: enc_norm/dec_norm admin/deepnorm cannot be built" in refusal_before_any_job(config)

@@ -136,7 +136,7 @@ def test_the_schemas_norms_and_inits_are_the_models():
     def walk(node):  # the properties of a run (and of train_defaults): where enc_norm and init are
         if isinstance(node, dict):
             if {"enc_norm", "init"} <= set(node):
-                found.append(tuple(tuple(node[k]["enum"]) for k in ("norm", "enc_norm", "dec_norm", "init")))
+                found.append(tuple(tuple(node[k]["enum"]) for k in ("norm", "enc_norm", "dec_norm", "init", "norm_fn")))
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
@@ -144,7 +144,7 @@ def test_the_schemas_norms_and_inits_are_the_models():
                 walk(v)
 
     walk(schema)
-    assert found and set(found) == {(settings.NORMS,) * 3 + (settings.INITS,)}
+    assert found and set(found) == {(settings.MODEL_NORMS,) * 3 + (settings.INITS, settings.NORM_FNS)}
 
 
 def test_a_probe_of_a_run_that_leaves_a_key_unset_uses_the_trainers_value():

@@ -162,7 +162,8 @@ def test_the_workflow_stops_on_a_config_error_before_any_job(tmp_path, edit, exp
     (lambda c: c["runs"]["adam_5e-4_nowarm"].update(lrr=1e-3),
      "config: runs.adam_5e-4_nowarm: unknown key 'lrr' (did you mean 'lr'?)"),
     (lambda c: c["runs"]["preln_5e-4_nowarm"].update(norm="pree"),
-     "config: runs.preln_5e-4_nowarm.norm: 'pree' is not one of post, pre, admin, fixup (did you mean 'pre'?)"),
+     "config: runs.preln_5e-4_nowarm.norm: 'pree' is not one of post, pre, admin, fixup, deepnorm, sandwich, tfixup, resi_dual "
+     "(did you mean 'pre'?)"),
     (lambda c: c.__setitem__("figurs", c.pop("figures")), "config: unknown key 'figurs' (did you mean 'figures'?)"),
     (lambda c: c["corpora"]["deen"].pop("bpe_merges"), "config: corpora.deen: missing required key 'bpe_merges'"),
     (lambda c: c["corpora"]["deen"].update(bpe_merges="many"),

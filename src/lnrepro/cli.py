@@ -60,6 +60,7 @@ COMMANDS = {
                      "relative gradient and update norms of every attention/FFN matrix per epoch pair (Liu et al. Figs 3, 11)"),
     "admin-tables": ("lnrepro.analyses.admin_tables", "Liu et al. Tables 1 and 2 from the runs' metrics and BLEU"),
     "lr-grid": ("lnrepro.analyses.lr_grid", "no-warm-up lr x beta2 grid: converged/diverged and BLEU heatmap (Liu et al. Fig 10)"),
+    "sweep-table": ("lnrepro.analyses.sweep_table", "a sweep's table: every cell's status and validation loss, from its runs' metrics"),
     "plan": ("lnrepro.analyses.plan", "the cost plan: trainings, decoding, probes, GPU/CPU hours, each job's runtime and disk per figure, table and run"),
     "bench": ("lnrepro.training.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
     "gpu-check": ("lnrepro.training.gpu_check",
@@ -89,11 +90,12 @@ RESULTS = {
     "update-norms": ("{pdf}", "{csv}", "{summary}"),
     "admin-tables": ("{csv}", "{md}"),
     "lr-grid": ("{pdf}", "{csv}"),
+    "sweep-table": ("{csv}",),
 }
 
 # The commands that draw a figure or table from results: each marks the inputs it read that have no
 # record or changed since theirs (lnrepro.core.provenance.watch_reads); the claims table lists its own.
-DRAWN = {name for name, templates in RESULTS.items() if {"{pdf}", "{md}"} & set(templates)} - {"claims"}
+DRAWN = {name for name, templates in RESULTS.items() if {"{pdf}", "{md}"} & set(templates)} - {"claims"} | {"sweep-table"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

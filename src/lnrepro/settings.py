@@ -10,10 +10,9 @@ stated here once. tests/test_settings.py checks what it says against the code th
 import shlex
 
 # ---- norms and inits the translation model builds (lnrepro.core.model) ----
-NORMS = ("post", "pre", "admin", "fixup")
+NORMS = ("post", "pre", "admin", "fixup")  # the papers' (NORM_PAIRS: their hybrids; Liu et al.'s tables)
 # further placements the model builds (issue 45; lnrepro.core.norms): DeepNorm, Sandwich-/Peri-LN, T-Fixup,
-# ResiDual. Kept out of NORMS, so NORM_PAIRS (the workflow's pairs, its tests' parameters) and the config
-# schema's enums stay those of the papers' runs; the model accepts MODEL_NORMS
+# ResiDual. A run's norm, enc_norm and dec_norm take MODEL_NORMS (the config schema's enums)
 VARIANT_NORMS = ("deepnorm", "sandwich", "tfixup", "resi_dual")
 MODEL_NORMS = NORMS + VARIANT_NORMS
 NORM_FREE_NORMS = ("fixup", "tfixup")  # no normalization layer at all
@@ -37,6 +36,18 @@ def norm_pair_refusal(enc_norm, dec_norm):
         return "fixup"
     if "admin" in pair and not set(pair) <= {"admin", "post"}:  # a variant beside Admin (NORMS: caught above)
         return "admin"
+    return None
+
+
+def norm_fn_refusal(enc_norm, dec_norm, norm_fn):
+    """Why the model refuses norm_fn with these sides (a sentence), or None where it builds."""
+    if norm_fn == "layernorm":
+        return None
+    if "admin" in (enc_norm, dec_norm):
+        return (f"norm_fn={norm_fn!r} with Admin: Admin is Liu et al.'s LayerNorm re-weighting (its "
+                "reparameterization as Post-LN folds into LayerNorm's bias); use norm_fn 'layernorm'")
+    if {enc_norm, dec_norm} <= set(NORM_FREE_NORMS):
+        return f"norm_fn={norm_fn!r} with enc_norm={enc_norm!r}, dec_norm={dec_norm!r}: no normalization layer to replace"
     return None
 
 
@@ -67,7 +78,7 @@ LOOP_DEFAULTS = {
 TRAIN_DEFAULTS = {**LOOP_DEFAULTS, "enc_layers": 6, "dec_layers": 6, "d_model": 512, "ffn_dim": 1024, "heads": 4,
                   "dropout": 0.3, "attn_dropout": 0.0, "act_dropout": 0.0, "share_all_embeddings": False,
                   "enc_norm": "post", "dec_norm": "post", "init": "standard", "label_smoothing": 0.1,
-                  "admin_omega": "", "epochs": 50}
+                  "admin_omega": "", "epochs": 50, "norm_fn": "layernorm"}
 # BERT pre-training (lnrepro.training.pretrain.PretrainConfig; BERT-base)
 PRETRAIN_DEFAULTS = {**LOOP_DEFAULTS, "layers": 12, "d_model": 768, "ffn_dim": 3072, "heads": 12, "norm": "post",
                      "dropout": 0.1, "attn_dropout": 0.1, "init_std": 0.02, "ln_eps": 1e-5, "block_size": 512,
@@ -112,7 +123,7 @@ WARMUP_PROBE_KEYS = ("max_tokens", "label_smoothing", "device")  # a checkpoint'
 ADMIN_PROBE_KEYS = tuple(k for k in PROBE_KEYS if k != "device")  # Admin's probes: width and batches
 MODEL_KEYS = ("enc_layers", "dec_layers", "d_model", "ffn_dim", "heads", "dropout", "attn_dropout",
               "act_dropout", "share_all_embeddings")
-DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "init", "seed", "max_tokens")  # what rebuilds a run's init
+DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "norm_fn", "init", "seed", "max_tokens")  # what rebuilds a run's init
 UPDATE_NORM_KEYS = ("optimizer", "max_tokens", "seed", "label_smoothing")  # what update-norms needs of a run
 # what the cost plan (lnrepro plan) reads of a translation or BERT run: its size, batches, length, precision,
 # device (a GPU's or the CPU's time)

@@ -28,7 +28,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from ..args import add_scale_note_argument, json_object  # noqa: E402
 from ..settings import STEP_SCHEDULES, TRAIN_DEFAULTS, lr_text  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
-from .plotting import NORM_LABELS, legend, save_figure, with_description  # noqa: E402
+from .plotting import NORM_FN_LABELS, NORM_LABELS, legend, save_figure, with_description  # noqa: E402
 
 METRIC_LABELS = {"valid_loss": "validation loss (bits/token)", "bleu": "BLEU", "train_loss": "train loss",
                  "grad_norm": "gradient norm", "lr": "learning rate", "valid_ppl": "validation perplexity"}
@@ -61,6 +61,8 @@ def settings_label(s):
     d = TRAIN_DEFAULTS  # what the trainer used where the run sets nothing
     enc, dec = s.get("enc_norm", d["enc_norm"]), s.get("dec_norm", d["dec_norm"])
     norm = NORM_LABELS[enc] if enc == dec else f"{NORM_LABELS[enc]} enc / {NORM_LABELS[dec]} dec"
+    if s.get("norm_fn", d["norm_fn"]) != d["norm_fn"]:
+        norm += f" ({NORM_FN_LABELS[s['norm_fn']]})"
     opt = {"adam": "Adam", "sgd": "SGD", "radam": "RAdam"}[s.get("optimizer", d["optimizer"])]
     parts = [norm, opt, f"lr {lr_text(s.get('lr', d['lr']))}"]
     warmup = s.get("warmup", d["warmup"])

@@ -14,7 +14,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from lnrepro.core import provenance  # noqa: E402
 
-NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin", "fixup": "FixUp"}
+NORM_LABELS = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin", "fixup": "FixUp", "deepnorm": "DeepNorm",
+               "sandwich": "Sandwich-LN", "tfixup": "T-Fixup", "resi_dual": "ResiDual"}
+NORM_FN_LABELS = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm", "dyt": "DyT"}
 PNG_DPI = 150  # the report's preview: legible at a browser's width, ~200 kB
 
 

@@ -13,8 +13,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..settings import (INITS, LOOKLINEAR_REFUSED_NORMS, MODEL_NORMS, NORM_FNS, NORM_FREE_NORMS, NORMS,  # noqa: F401
-                        TRAIN_DEFAULTS, VARIANT_NORMS, norm_pair_refusal)
+from ..settings import (INITS, LOOKLINEAR_REFUSED_NORMS, MODEL_NORMS, NORM_FNS, NORMS,  # noqa: F401
+                        TRAIN_DEFAULTS, VARIANT_NORMS, norm_fn_refusal, norm_pair_refusal)
 from .data import PAD
 from .norms import (RESIDUAL_FINAL_LN_EPS, TFIXUP_V_GAIN, deepnorm_constants, make_norm, tfixup_embedding_scale,
                     tfixup_scale)
@@ -40,7 +40,7 @@ class ModelConfig:
     activation: str = "relu"  # of the FFN; BERT (lnrepro.core.bert) uses gelu
     init: str = TRAIN_DEFAULTS["init"]  # standard | looklinear (FixUp is a norm: it also removes the LayerNorms)
     # every normalization layer's function, whatever the placement (settings.NORM_FNS; lnrepro.core.norms)
-    norm_fn: str = "layernorm"
+    norm_fn: str = TRAIN_DEFAULTS["norm_fn"]
 
     def __post_init__(self):
         for side in ("enc_norm", "dec_norm"):
@@ -55,14 +55,9 @@ class ModelConfig:
                              "whole network's branches by its total branch count; set 'fixup' on both sides")
         if self.norm_fn not in NORM_FNS:
             raise ValueError(f"norm_fn={self.norm_fn!r}: expected one of {NORM_FNS}")
-        if self.norm_fn != "layernorm":
-            if "admin" in (self.enc_norm, self.dec_norm):
-                raise ValueError(f"norm_fn={self.norm_fn!r} with Admin: Admin is Liu et al.'s LayerNorm "
-                                 "re-weighting (its reparameterization as Post-LN folds into LayerNorm's bias); "
-                                 "use norm_fn 'layernorm'")
-            if {self.enc_norm, self.dec_norm} <= set(NORM_FREE_NORMS):
-                raise ValueError(f"norm_fn={self.norm_fn!r} with enc_norm={self.enc_norm!r}, "
-                                 f"dec_norm={self.dec_norm!r}: no normalization layer to replace")
+        refused = norm_fn_refusal(self.enc_norm, self.dec_norm, self.norm_fn)
+        if refused:
+            raise ValueError(refused)
         if self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation={self.activation!r}: expected relu or gelu")
         if self.init not in INITS:

@@ -14,7 +14,7 @@ from .batching import collate, epoch_order, make_batches, pair_lengths, too_long
 from .data import PAD, Dictionary, ParallelData
 from .loop import (LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, load_checkpoint,
                    load_input, log, setting)
-from ..settings import INITS, NORMS, TRAIN_DEFAULTS
+from ..settings import INITS, MODEL_NORMS, NORM_FNS, TRAIN_DEFAULTS
 from .model import ModelConfig, Transformer, label_smoothed_loss
 
 MAX_POSITIONS = ModelConfig.max_positions  # the longest sentence the model's positional embeddings take
@@ -32,9 +32,12 @@ class TrainConfig(LoopConfig):
     attn_dropout: float = setting(TRAIN_DEFAULTS["attn_dropout"], "dropout on attention weights")
     act_dropout: float = setting(TRAIN_DEFAULTS["act_dropout"], "dropout after the FFN activation")
     enc_norm: str = setting(TRAIN_DEFAULTS["enc_norm"], "encoder residual sublayers: Post-LN, Pre-LN (Xiong et al. "
-                            "Table 1), Admin (Liu et al. 4.3) or FixUp (no LayerNorm; Liu et al. 5.2; both sides)",
-                            NORMS)
-    dec_norm: str = setting(TRAIN_DEFAULTS["dec_norm"], "decoder residual sublayers, as --enc-norm", NORMS)
+                            "Table 1), Admin (Liu et al. 4.3), FixUp (no LayerNorm; Liu et al. 5.2; both sides), or a "
+                            "later scheme: DeepNorm, Sandwich-/Peri-LN, T-Fixup, ResiDual (lnrepro.core.norms)",
+                            MODEL_NORMS)
+    dec_norm: str = setting(TRAIN_DEFAULTS["dec_norm"], "decoder residual sublayers, as --enc-norm", MODEL_NORMS)
+    norm_fn: str = setting(TRAIN_DEFAULTS["norm_fn"], "every normalization layer's function: LayerNorm, RMSNorm "
+                           "(Zhang & Sennrich 2019) or DyT (Zhu et al. 2025), whatever the placement", NORM_FNS)
     init: str = setting(TRAIN_DEFAULTS["init"], "weight init: standard (fairseq's) or looklinear (mirrored ReLU FFN "
                         "halves, Balduzzi et al. 2017; Liu et al. 5.2 run it with Post-LN)", INITS)
     share_all_embeddings: bool = setting(TRAIN_DEFAULTS["share_all_embeddings"],
@@ -45,7 +48,8 @@ class TrainConfig(LoopConfig):
     epochs: int = setting(TRAIN_DEFAULTS["epochs"], "epochs to train (one round = one epoch)")
 
     def model_summary(self):
-        return [f"settings: norm enc/dec {self.enc_norm}/{self.dec_norm}, layers enc/dec {self.enc_layers}/"
+        norm_fn = f" ({self.norm_fn})" if self.norm_fn != TRAIN_DEFAULTS["norm_fn"] else ""  # the papers' runs: as they were
+        return [f"settings: norm enc/dec {self.enc_norm}/{self.dec_norm}{norm_fn}, layers enc/dec {self.enc_layers}/"
                 f"{self.dec_layers}, d_model {self.d_model}, ffn "
                 f"{self.ffn_dim}, heads {self.heads}, share_all_embeddings {self.share_all_embeddings}, init {self.init}",
                 f"settings: dropout {self.dropout:g}, attention dropout {self.attn_dropout:g}, activation dropout "

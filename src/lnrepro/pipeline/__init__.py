@@ -18,12 +18,13 @@ from lnrepro.pipeline.probe import Probe
 from lnrepro.pipeline.resources import Resources
 from lnrepro.pipeline.retention import Retention
 from lnrepro.pipeline.scale_note import ScaleNote
+from lnrepro.pipeline.sweeps import Sweeps
 from lnrepro.pipeline.theory import Theory
 from lnrepro.pipeline.train import Train
 
 
 class Pipeline(Common, Resources, Download, Data, BertData, Train, Evaluate, Figures, Probe, Theory, Claims, Admin,
-               Bert, Retention, Plan, CheckpointReads, ScaleNote):
+               Bert, Retention, Plan, CheckpointReads, ScaleNote, Sweeps):
     """The config (after the schema filled in its defaults) and the Snakemake workflow it belongs to
     (its folder, whether this is the main process, its rules, its checkpoint rules: train and pretrain).
     A part's methods call any part's."""

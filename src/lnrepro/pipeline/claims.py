@@ -48,8 +48,7 @@ class Claims:
             self.stop(twice)
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f)
-        with open(os.path.join(self.workflow.basedir, self.SCHEMA), encoding="utf-8") as f:
-            defs = yaml.safe_load(f)["$defs"]
+        defs = self.schema_defs()
         error = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator({"$defs": defs, **defs["claims_file"]}).iter_errors(data))
         if error is not None:

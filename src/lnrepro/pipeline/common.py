@@ -11,9 +11,12 @@ import urllib.parse
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 import jsonschema
+import yaml
 
 from lnrepro.pipeline.config_text import duplicate_key_error, expanded_size, longest_text
-from lnrepro.settings import CLEAN_DEFAULTS, LAUNCH_DEFAULTS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, RUN_VALUE_DEFAULTS, TRAIN_DEFAULTS, cli_flags, merged_run_settings
+from lnrepro.settings import (CLEAN_DEFAULTS, LAUNCH_DEFAULTS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS,
+                               RUN_VALUE_DEFAULTS, TRAIN_DEFAULTS, VARIANT_NORMS, cli_flags, merged_run_settings, norm_fn_refusal,
+                               norm_pair_refusal)
 
 
 def rst_literal(text):
@@ -146,6 +149,13 @@ class Common:
             if not isinstance(cause, jsonschema.ValidationError):
                 raise
             self.config_error(*self.schema_error_lines(cause))
+        self.expand_sweeps()  # a sweep's cells are runs from here on (lnrepro.pipeline.sweeps)
+
+    @functools.cache
+    def schema_defs(self):
+        """The schema's $defs: a part of the config checked against one definition (a claim, a sweep's axis)."""
+        with open(os.path.join(self.workflow.basedir, self.SCHEMA), encoding="utf-8") as f:
+            return yaml.safe_load(f)["$defs"]
 
     def corpus_cfg(self, name):
         return self.config["corpora"][name]
@@ -241,10 +251,14 @@ class Common:
                     self.config_error(f"runs.{run}: no '{key}' (set it in the run or in train_defaults)")
                 if s[key] not in self.config[table]:
                     self.unknown_name(f"runs.{run}.{key}", s[key], f"a {key}", table, self.config[table])
-            if self.run_norms(run) not in NORM_PAIRS:
+            if norm_pair_refusal(*self.run_norms(run)):
                 self.config_error(f"runs.{run}: enc_norm/dec_norm {'/'.join(self.run_norms(run))} cannot be built: Admin "
                                   f"re-weights Post-LN residuals, so it pairs with admin or post only; fixup is both "
-                                  f"sides or none (enc/dec: {', '.join('/'.join(p) for p in NORM_PAIRS)})")
+                                  f"sides or none (the papers' pairs, enc/dec: {', '.join('/'.join(p) for p in NORM_PAIRS)}; "
+                                  f"{', '.join(VARIANT_NORMS)} pair with any norm but admin)")
+            refused = norm_fn_refusal(*self.run_norms(run), self.run_settings(run).get("norm_fn", TRAIN_DEFAULTS["norm_fn"]))
+            if refused:
+                self.config_error(f"runs.{run}.norm_fn: {refused}")
             self.check_init(run)
         levels = {"train_defaults": self.config["train_defaults"], **{f"runs.{r}": s for r, s in self.config["runs"].items()}}
         for where, level in levels.items():  # one level's norm and enc_norm/dec_norm: one of them is ignored

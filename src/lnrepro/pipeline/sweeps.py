@@ -1,0 +1,113 @@
+"""A sweep (config `sweeps:`, issue 45): a run template x axes x seeds, expanded into named runs before
+anything reads `runs:`, so each cell is a run as any other (its own training job and metrics: an edit
+reruns only the cells it changes) and the checks of runs apply to it.
+
+    sweeps:
+      lab:
+        template: {model: liu_demo, optimizer: radam, lr: 1.0e-3, epochs: 3}
+        axes: {norm: [post, pre, deepnorm], layers: [6, 18], warmup: [0, 146]}
+        seeds: [1, 2]
+
+makes 3 x 2 x 2 x 2 = 24 runs, lab_post_6L_warmup0_s1 ... lab_deepnorm_18L_warmup146_s2. An axis is a
+key a run takes, or `layers` (enc_layers and dec_layers together); a run's name is the sweep's, then
+each axis value in the axes' order (sweep_word), then the seed."""
+import functools
+import itertools
+import math
+import shlex
+
+import jsonschema
+
+from lnrepro.pipeline.spec_argument import spec_argument
+from lnrepro.settings import lr_text
+
+LAYERS_AXIS = "layers"  # sets enc_layers and dec_layers together: the depth of Liu et al.'s grids
+MAX_SWEEP_RUNS = 5000  # config text is untrusted: a sweep of 100^4 cells is refused before it is expanded
+
+
+def sweep_word(key, value):
+    """The word of one axis value in a run's name: 'deepnorm', '18L', 'lr1e-3', 'warmup146', 'adam_beta20.99'."""
+    if key in ("norm", "norm_fn"):
+        return str(value)
+    if key in ("enc_norm", "dec_norm"):
+        return f"{key[:3]}{value}"
+    if key == LAYERS_AXIS:
+        return f"{value}L"
+    if key in ("lr", "warmup_init_lr", "end_lr"):
+        return f"{key.replace('_', '')}{lr_text(value)}"
+    return f"{key}{value:g}" if isinstance(value, float) else f"{key}{value}"
+
+
+def cell_settings(template, axes, values, seed):
+    """A cell's run: the template, its axis values (layers as enc_layers and dec_layers), its seed."""
+    run = dict(template)
+    for key, value in zip(axes, values):
+        if key == LAYERS_AXIS:
+            run["enc_layers"] = run["dec_layers"] = value
+        else:
+            run[key] = value
+    run["seed"] = seed
+    return run
+
+
+class Sweeps:
+    @functools.cache
+    def sweep_cells(self, sweep):
+        """[(run, {axis: value}, seed)] of a sweep, in the axes' order, seeds last."""
+        s = self.config["sweeps"][sweep]
+        axes = list(s["axes"])
+        return [(f"{sweep}_{'_'.join(sweep_word(k, v) for k, v in zip(axes, values))}_s{seed}", dict(zip(axes, values)), seed)
+                for values in itertools.product(*s["axes"].values()) for seed in s["seeds"]]
+
+    def expand_sweeps(self):
+        """Every sweep's cells added to `runs:` (after the schema checked the sweeps, before the runs'
+        checks); a cell named as a run of `runs:` or of another sweep is refused, naming both."""
+        made = {}
+        for sweep, s in (self.config.get("sweeps") or {}).items():
+            self.check_sweep(sweep, s)
+            for run, values, seed in self.sweep_cells(sweep):
+                if run in self.config["runs"]:
+                    self.config_error(f"sweeps.{sweep}: its cell {run} is named as "
+                                      f"{'a cell of sweeps.' + made[run] if run in made else 'a run of runs:'}; rename the sweep")
+                made[run] = sweep
+                self.config["runs"][run] = cell_settings(s["template"], list(s["axes"]), list(values.values()), seed)
+
+    def check_sweep(self, sweep, s):
+        where = f"sweeps.{sweep}"
+        count = math.prod(len(v) for v in s["axes"].values()) * len(s["seeds"])
+        if count > MAX_SWEEP_RUNS:
+            self.config_error(f"{where}: {count:,} runs (axes x seeds), over the {MAX_SWEEP_RUNS:,} a sweep may expand to")
+        if "seed" in s["template"] or "seed" in s["axes"]:
+            self.config_error(f"{where}: a sweep's seeds are its `seeds:`, not a template or axis key")
+        if LAYERS_AXIS in s["axes"] and {"enc_layers", "dec_layers"} & (set(s["axes"]) | set(s["template"])):
+            self.config_error(f"{where}.axes.{LAYERS_AXIS}: sets enc_layers and dec_layers; the template or another axis sets them too")
+        run_schema = jsonschema.Draft202012Validator({"$defs": self.schema_defs(), **self.schema_defs()["run"]})
+        for key, values in s["axes"].items():
+            field = "enc_layers" if key == LAYERS_AXIS else key
+            for i, value in enumerate(values):
+                error = jsonschema.exceptions.best_match(run_schema.iter_errors({field: value}))
+                if error is not None:
+                    msg, detail = self.schema_error_lines(error)
+                    self.config_error(f"{where}.axes.{key}[{i}]: {msg.removeprefix(f'{field}: ')}", detail)
+            if len(set(map(repr, values))) < len(values):
+                self.config_error(f"{where}.axes.{key}: a value given twice would name two cells alike")
+
+    # ---- the sweep's table (workflow/rules/sweeps.smk): one target per sweep, every cell's status ----
+    def sweep_metrics_files(self, wildcards):
+        return [f"results/train/{run}/metrics.csv" for run, _, _ in self.sweep_cells(wildcards.sweep)]
+
+    def sweep_metrics_pairs(self, wildcards):
+        """RUN=PATH of every cell: the command reads the files its rule declares, by run."""
+        return " ".join(shlex.quote(f"{run}=results/train/{run}/metrics.csv") for run, _, _ in self.sweep_cells(wildcards.sweep))
+
+    def sweep_converged_below(self, sweep):
+        """The sweep's own threshold, else Liu et al.'s tables' (admin.converged_below), else none: only a
+        recorded divergence fails (our reading: the papers judge their grids by divergence and BLEU)."""
+        own = self.config["sweeps"][sweep].get("converged_below")
+        return own if own is not None else (self.config.get("admin") or {}).get("converged_below")
+
+    def sweep_spec(self, wildcards):
+        sweep = wildcards.sweep
+        return spec_argument({"sweep": sweep, "axes": list(self.config["sweeps"][sweep]["axes"]),
+                              "cells": [[run, values, seed] for run, values, seed in self.sweep_cells(sweep)],
+                              "converged_below": self.sweep_converged_below(sweep)})

@@ -1,0 +1,125 @@
+"""Sweeps (config `sweeps:`, issue 45): a run template x axes x seeds expands into named runs before any
+check reads `runs:`, each cell a run with its own training job; a bad axis value is named at its place;
+results/sweeps/NAME.csv holds every cell's status and loss, read from the files its rule declares."""
+import copy
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from lnrepro.analyses.sweep_table import sweep_table
+from lnrepro.cli import main
+from workflow_helpers import ROOT, pipeline_of, refusal_before_any_job, snakemake, workflow_copy
+
+DEMO = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+LAB = {"template": {"model": "liu_demo", "optimizer": "radam", "schedule": "inverse_sqrt", "lr": 1.0e-3, "epochs": 3},
+       "axes": {"norm": ["post", "deepnorm"], "layers": [6, 18], "warmup": [0, 146]}, "seeds": [1, 2]}
+
+
+def with_sweep(sweep=LAB, name="lab"):
+    config = copy.deepcopy(DEMO)
+    config["sweeps"] = {name: copy.deepcopy(sweep)}
+    return config
+
+
+def expanded(config):
+    p = pipeline_of(config)
+    p.validate_config()
+    p.check_config()
+    return p
+
+
+def test_a_sweep_expands_into_named_runs_each_with_its_cells_settings():
+    p = expanded(with_sweep())
+    cells = p.sweep_cells("lab")
+    assert len(cells) == 2 * 2 * 2 * 2
+    assert [run for run, _, _ in cells[:3]] == ["lab_post_6L_warmup0_s1", "lab_post_6L_warmup0_s2", "lab_post_6L_warmup146_s1"]
+    assert cells[-1] == ("lab_deepnorm_18L_warmup146_s2", {"norm": "deepnorm", "layers": 18, "warmup": 146}, 2)
+    s = p.run_settings("lab_deepnorm_18L_warmup146_s2")
+    assert (s["enc_norm"], s["dec_norm"], s["enc_layers"], s["dec_layers"], s["warmup"], s["seed"]) == \
+        ("deepnorm", "deepnorm", 18, 18, 146, 2)
+    assert (s["optimizer"], s["lr"], s["d_model"], s["epochs"]) == ("radam", 1e-3, 64, 3)  # template, model, run
+    assert set(DEMO["runs"]) < set(p.config["runs"])  # the config's own runs stay as they are
+    for run, _, _ in cells:
+        assert "--seed" in p.train_flags(type("W", (), {"run": run})())
+
+
+def test_axis_words_name_lrs_and_hybrids_readably():
+    sweep = {**LAB, "axes": {"enc_norm": ["resi_dual"], "lr": [1.0e-3, 2.5e-4], "adam_beta2": [0.99]}, "seeds": [3]}
+    runs = [run for run, _, _ in expanded(with_sweep(sweep, "g")).sweep_cells("g")]
+    assert runs == ["g_encresi_dual_lr1e-3_adam_beta20.99_s3", "g_encresi_dual_lr2.5e-4_adam_beta20.99_s3"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s["axes"].update(norm=["post", "pree"]),
+     "config: sweeps.lab.axes.norm[1]: 'pree' is not one of post, pre, admin, fixup, deepnorm, sandwich, tfixup, "
+     "resi_dual (did you mean 'pre'?)"),
+    (lambda s: s["axes"].update(lrr=[1.0]), "config: sweeps.lab.axes.lrr[0]: unknown key 'lrr' (did you mean 'lr'?)"),
+    (lambda s: s["axes"].update(lr=["2e-3"]), "sweeps.lab.axes.lr[0]: '2e-3' is not of type number: YAML reads 2e-3 as text"),
+    (lambda s: s["template"].update(seed=3), "config: sweeps.lab: a sweep's seeds are its `seeds:`"),
+    (lambda s: s["template"].update(enc_layers=4), "config: sweeps.lab.axes.layers: sets enc_layers and dec_layers"),
+    (lambda s: s["axes"].update(warmup=[0, 0]), "config: sweeps.lab.axes.warmup: a value given twice"),
+    (lambda s: s["axes"].update(lr=[1e-4 * i for i in range(1, 201)], warmup=list(range(10))),
+     "config: sweeps.lab: 16,000 runs (axes x seeds), over the 5,000"),
+    (lambda s: s.pop("seeds"), "config: sweeps.lab: missing required key 'seeds'"),
+])
+def test_a_bad_sweep_is_one_line_at_its_place(edit, message):
+    sweep = copy.deepcopy(LAB)
+    edit(sweep)
+    assert message in refusal_before_any_job(with_sweep(sweep))
+
+
+def test_a_cell_is_checked_as_any_run():
+    sweep = {**LAB, "template": {**LAB["template"], "norm_fn": "rmsnorm"}, "axes": {"norm": ["pre", "admin"]}}
+    assert "config: runs.lab_admin_s1.norm_fn: norm_fn='rmsnorm' with Admin" in refusal_before_any_job(with_sweep(sweep))
+
+
+def test_a_cell_named_as_a_run_is_refused():
+    config = with_sweep()
+    config["runs"]["lab_post_6L_warmup0_s1"] = {"lr": 1.0e-3}
+    assert refusal_before_any_job(config).startswith(
+        "config: sweeps.lab: its cell lab_post_6L_warmup0_s1 is named as a run of runs:")
+
+
+def metrics(rows):
+    base = {"updates": 10, "train_loss": 5.0, "capped": 0}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_the_table_judges_each_cell_as_liu_et_al_s_tables_do(tmp_path):
+    files = {}
+    for run, rows in {"g_a_s1": [{"epoch": 1, "valid_loss": 7.0, "diverged": 0}, {"epoch": 2, "valid_loss": 6.0, "diverged": 0}],
+                      "g_b_s1": [{"epoch": 1, "valid_loss": 7.9, "diverged": 0}, {"epoch": 2, "valid_loss": 7.5, "diverged": 0}],
+                      "g_c_s1": [{"epoch": 1, "valid_loss": 7.0, "diverged": 0, "checkpoint": "checkpoints/epoch1.pt"},
+                                 {"epoch": 2, "updates": 15, "valid_loss": float("nan"), "diverged": 1}]}.items():
+        files[run] = tmp_path / f"{run}.csv"
+        metrics(rows).to_csv(files[run], index=False)
+    spec = {"sweep": "g", "axes": ["norm"], "converged_below": 7.0,
+            "cells": [["g_a_s1", {"norm": "pre"}, 1], ["g_b_s1", {"norm": "post"}, 1], ["g_c_s1", {"norm": "sandwich"}, 1]]}
+    table = sweep_table(spec, files).set_index("run")
+    assert list(table.columns[:2]) == ["sweep", "norm"]
+    assert list(table.status) == ["converged", "not converged", "diverged"]
+    assert table.loc["g_a_s1", "final_valid_loss"] == 6.0 and table.loc["g_b_s1", "best_valid_loss"] == 7.5
+    assert table.loc["g_c_s1", "final_valid_loss"] == 7.0 and "diverged" in table.loc["g_c_s1", "why"]
+    with pytest.raises(SystemExit, match="sweep g: no metrics given for g_c_s1"):
+        sweep_table(spec, {k: v for k, v in files.items() if k != "g_c_s1"})
+    # the command, as the rule runs it: RUN=PATH pairs
+    out = tmp_path / "g.csv"
+    pairs = [f"{run}={path}" for run, path in files.items()]
+    assert main(["sweep-table", "--spec", json.dumps(spec), "--metrics", *pairs, "--csv", str(out)]) == 0
+    assert pd.read_csv(out).status.tolist() == ["converged", "not converged", "diverged"]
+
+
+@pytest.mark.medium
+def test_the_sweeps_table_plans_one_training_per_cell_and_nothing_else(tmp_path):
+    workflow_copy(tmp_path)
+    sweep = {**LAB, "axes": {"norm": ["pre", "sandwich", "tfixup"], "layers": [2]}, "seeds": [1]}
+    (tmp_path / "lab.yaml").write_text(yaml.safe_dump(with_sweep(sweep), sort_keys=False))  # the axes' order names
+    plan = snakemake(tmp_path, "results/sweeps/lab.csv", "-n", "-p", "--configfile", "lab.yaml").stdout
+    trains = sorted(line for line in plan.splitlines() if "exec lnrepro train" in line)
+    assert len(trains) == 3 and all("--enc-layers 2" in t and "--dec-layers 2" in t for t in trains)
+    assert [t.split("--out results/train/")[1].split()[0] for t in trains] == ["lab_pre_2L_s1", "lab_sandwich_2L_s1",
+                                                                              "lab_tfixup_2L_s1"]
+    assert "lnrepro sweep-table" in plan and "lab_tfixup_2L_s1=results/train/lab_tfixup_2L_s1/metrics.csv" in plan
+    assert "rule plot_figure" not in plan and "rule check_claims" not in plan
