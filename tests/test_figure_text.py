@@ -15,7 +15,7 @@ from matplotlib.text import Text
 
 from figure_checks import fonts_are_truetype, png_is_drawn
 from lnrepro.analyses import (figure, figure5, gradient_vanishing, layer_dependency, lr_grid, output_change,
-                              plot_gradients, theory, update_norms)
+                              plot_gradients, sweep_phase, theory, update_norms)
 
 CONFIGS = [Path(__file__).parents[1] / "config" / name for name in ("demo.yaml", "config.yaml")]
 # the longest run label the demo draws (Fig 4), and a divergence note the legend adds to it
@@ -111,8 +111,17 @@ def theory_case(pdf):
     theory.draw(points, summary, TITLE, pdf, d=16, mark=MARK)
 
 
+def sweep_phase_case(pdf):
+    # the demo lab's: six schemes (two rows of panels), depth x warm-up
+    t = rows(norm=["post", "pre", "deepnorm", "sandwich", "tfixup", "resi_dual"], layers=[6, 18], warmup=[0, 146],
+             seed=[1, 2])
+    t = t.assign(run="lab_run", status=np.where(t.layers > 6, "not converged", "converged"), final_valid_loss=6.5)
+    sweep_phase.draw(sweep_phase.phase_cells(t, "norm", "layers", "warmup"), "norm", "layers", "warmup", TITLE, pdf,
+                     mark=MARK, capped=True)
+
+
 CASES = [figure_case, figure5_case, lr_grid_case, plot_gradients_case, update_norms_case, layer_dependency_case,
-         gradient_vanishing_case, output_change_case, theory_case]
+         gradient_vanishing_case, output_change_case, theory_case, sweep_phase_case]
 
 
 @pytest.fixture
@@ -151,7 +160,8 @@ def test_every_text_lies_inside_the_figure_and_fonts_are_truetype(case, drawn, t
     assert outside == [], f"page {page.extents}"
     assert fonts_are_truetype((tmp_path / "f.pdf").read_bytes())
     assert png_is_drawn(tmp_path / "f.png")  # the report's preview, beside the PDF
-    assert heat_maps_have_colour_bars(drawn_figure, heat_map=case in (lr_grid_case, update_norms_case, layer_dependency_case))
+    assert heat_maps_have_colour_bars(drawn_figure, heat_map=case in (lr_grid_case, update_norms_case, layer_dependency_case,
+                                                                                   sweep_phase_case))
 
 
 def heat_maps_have_colour_bars(figure, heat_map):

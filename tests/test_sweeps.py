@@ -1,13 +1,16 @@
 """Sweeps (config `sweeps:`, issue 45): a run template x axes x seeds expands into named runs before any
 check reads `runs:`, each cell a run with its own training job; a bad axis value is named at its place;
 results/sweeps/NAME.csv holds every cell's status and loss, read from the files its rule declares."""
+import contextlib
 import copy
+import io
 import json
 
 import pandas as pd
 import pytest
 import yaml
 
+from lnrepro.analyses.sweep_phase import phase_cells
 from lnrepro.analyses.sweep_table import sweep_table
 from lnrepro.cli import main
 from workflow_helpers import ROOT, pipeline_of, refusal_before_any_job, snakemake, workflow_copy
@@ -21,6 +24,14 @@ def with_sweep(sweep=LAB, name="lab"):
     config = copy.deepcopy(DEMO)
     config["sweeps"] = {name: copy.deepcopy(sweep)}
     return config
+
+
+def refusal(check):
+    """What a check prints before it stops the workflow (exit status 1)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stderr(printed), pytest.raises(SystemExit):
+        check()
+    return printed.getvalue()
 
 
 def expanded(config):
@@ -112,14 +123,39 @@ def test_the_table_judges_each_cell_as_liu_et_al_s_tables_do(tmp_path):
 
 
 @pytest.mark.medium
-def test_the_sweeps_table_plans_one_training_per_cell_and_nothing_else(tmp_path):
+def test_the_phase_diagram_plans_the_table_one_training_per_cell_and_nothing_else(tmp_path):
     workflow_copy(tmp_path)
     sweep = {**LAB, "axes": {"norm": ["pre", "sandwich", "tfixup"], "layers": [2]}, "seeds": [1]}
     (tmp_path / "lab.yaml").write_text(yaml.safe_dump(with_sweep(sweep), sort_keys=False))  # the axes' order names
-    plan = snakemake(tmp_path, "results/sweeps/lab.csv", "-n", "-p", "--configfile", "lab.yaml").stdout
+    plan = snakemake(tmp_path, "results/figures/lab_phase.pdf", "-n", "-p", "--configfile", "lab.yaml").stdout
     trains = sorted(line for line in plan.splitlines() if "exec lnrepro train" in line)
     assert len(trains) == 3 and all("--enc-layers 2" in t and "--dec-layers 2" in t for t in trains)
     assert [t.split("--out results/train/")[1].split()[0] for t in trains] == ["lab_pre_2L_s1", "lab_sandwich_2L_s1",
                                                                               "lab_tfixup_2L_s1"]
     assert "lnrepro sweep-table" in plan and "lab_tfixup_2L_s1=results/train/lab_tfixup_2L_s1/metrics.csv" in plan
+    assert "lnrepro sweep-phase --table results/sweeps/lab.csv" in plan and '"facet": null' in plan  # two axes
     assert "rule plot_figure" not in plan and "rule check_claims" not in plan
+
+
+def test_a_phase_cell_counts_its_failed_seeds_and_averages_their_losses():
+    table = pd.DataFrame({"run": list("abcdef"), "norm": ["post"] * 4 + ["pre"] * 2, "layers": [6, 6, 18, 18, 18, 18],
+                          "warmup": [0] * 6, "seed": [1, 2] * 3,
+                          "status": ["converged", "converged", "diverged", "not converged", "converged", "converged"],
+                          "final_valid_loss": [5.0, 6.0, 7.0, 7.6, 5.5, 5.7]})
+    cells = phase_cells(table, "norm", "layers", "warmup").set_index(["norm", "layers"])
+    assert cells.loc[("post", 18), ["seeds", "failed", "diverged", "failed_share"]].tolist() == [2, 2, 1, 1.0]
+    assert cells.loc[("post", 18), "mean_final_valid_loss"] == pytest.approx(7.3)
+    assert cells.loc[("post", 6), "failed_share"] == 0 and cells.loc[("post", 6), "statuses"] == "converged/converged"
+    assert cells.loc[("pre", 18), "sd_final_valid_loss"] == pytest.approx(0.1414, abs=1e-4)
+    assert phase_cells(table, None, "layers", "warmup").set_index("layers").loc[18, "failed"] == 2
+
+
+def test_the_phase_diagram_takes_the_sweeps_axes_or_its_phase():
+    p = expanded(with_sweep())
+    assert p.sweep_phase_axes("lab") == ("norm", "layers", "warmup")
+    p = expanded(with_sweep({**LAB, "axes": {"layers": [2, 4], "lr": [1e-3]}}))
+    assert p.sweep_phase_axes("lab") == (None, "layers", "lr")
+    sweep = {**LAB, "axes": {**LAB["axes"], "adam_beta2": [0.98]}, "phase": {"facet": "norm", "y": "layers", "x": "lr"}}
+    assert "config: sweeps.lab.phase.x: 'lr' is not an axis of the sweep" in refusal_before_any_job(with_sweep(sweep))
+    four = expanded(with_sweep({**LAB, "axes": {**LAB["axes"], "adam_beta2": [0.98]}}))
+    assert "needs `phase: {facet, y, x}`" in refusal(lambda: four.sweep_phase_axes("lab"))

@@ -1,6 +1,7 @@
 """Running the real workflow from a test: a scratch copy of it, a Snakemake call that fails loudly, and
 the README's quick start commands as written."""
 import contextlib
+import copy
 import io
 import json
 import re
@@ -42,7 +43,7 @@ def refusal_before_any_job(config):
     """What planning the config prints before it stops (exit status 1), in-process: the checks the rule
     files and the Snakefile run as Snakemake reads them, in their order, with no target named (every
     section checked). A few end-to-end runs show the Snakefile calls them (tests/test_workflow.py)."""
-    p = pipeline_of(config)
+    p = pipeline_of(copy.deepcopy(config))  # the checks fill in defaults and expand sweeps in place: not the caller's
     printed = io.StringIO()
     with contextlib.redirect_stderr(printed):
         try:

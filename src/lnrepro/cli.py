@@ -61,6 +61,7 @@ COMMANDS = {
     "admin-tables": ("lnrepro.analyses.admin_tables", "Liu et al. Tables 1 and 2 from the runs' metrics and BLEU"),
     "lr-grid": ("lnrepro.analyses.lr_grid", "no-warm-up lr x beta2 grid: converged/diverged and BLEU heatmap (Liu et al. Fig 10)"),
     "sweep-table": ("lnrepro.analyses.sweep_table", "a sweep's table: every cell's status and validation loss, from its runs' metrics"),
+    "sweep-phase": ("lnrepro.analyses.sweep_phase", "a sweep's phase diagram: share of seeds failed per cell, a panel per scheme"),
     "plan": ("lnrepro.analyses.plan", "the cost plan: trainings, decoding, probes, GPU/CPU hours, each job's runtime and disk per figure, table and run"),
     "bench": ("lnrepro.training.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
     "gpu-check": ("lnrepro.training.gpu_check",
@@ -91,6 +92,7 @@ RESULTS = {
     "admin-tables": ("{csv}", "{md}"),
     "lr-grid": ("{pdf}", "{csv}"),
     "sweep-table": ("{csv}",),
+    "sweep-phase": ("{pdf}", "{csv}"),
 }
 
 # The commands that draw a figure or table from results: each marks the inputs it read that have no

@@ -20,3 +20,24 @@ rule sweep_table:
         "logs/sweeps/{sweep}.log",
     shell:
         "lnrepro sweep-table --spec {params.spec:q} --metrics {params.metrics} --csv {output.csv:q} > {log:q} 2>&1"
+
+
+# Its phase diagram: a panel per scheme, cells depth x warm-up (or the sweep's `phase` axes), coloured
+# by the share of seeds that failed.
+rule sweep_phase:
+    input:
+        table="results/sweeps/{sweep}.csv",
+    output:
+        pdf="results/figures/{sweep}_phase.pdf",
+        png=report("results/figures/{sweep}_phase.png", caption="../report/sweep_phase.rst", category="Lab"),
+        csv="results/figures/{sweep}_phase.csv",
+    params:
+        spec=P.sweep_phase_spec,
+        scale_note=P.scale_note("sweep"),
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/sweeps/{sweep}_phase.log",
+    shell:
+        "lnrepro sweep-phase --table {input.table:q} --spec {params.spec:q} --pdf {output.pdf:q} --csv {output.csv:q}"
+        " {params.scale_note} > {log:q} 2>&1"

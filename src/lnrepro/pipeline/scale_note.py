@@ -75,7 +75,10 @@ class ScaleNote:
     def drawn_by_update_norms(self, wildcards):
         return self.update_norms_cfg(wildcards)["runs"], None
 
-    DRAWN = {"figure": drawn_by_figure, "gradient_probe": drawn_by_gradient_probe, "theory": drawn_by_theory,
+    def drawn_by_sweep(self, wildcards):
+        return self.sweep_runs(wildcards.sweep), None
+
+    DRAWN = {"sweep": drawn_by_sweep, "figure": drawn_by_figure, "gradient_probe": drawn_by_gradient_probe, "theory": drawn_by_theory,
              "fig5": drawn_by_fig5, "vanishing": drawn_by_vanishing, "output_change": drawn_by_output_change,
              "lr_grid": drawn_by_lr_grid, "dependency": drawn_by_dependency, "update_norms": drawn_by_update_norms}
 

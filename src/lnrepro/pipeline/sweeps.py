@@ -91,6 +91,9 @@ class Sweeps:
                     self.config_error(f"{where}.axes.{key}[{i}]: {msg.removeprefix(f'{field}: ')}", detail)
             if len(set(map(repr, values))) < len(values):
                 self.config_error(f"{where}.axes.{key}: a value given twice would name two cells alike")
+        for role, axis in (s.get("phase") or {}).items():
+            if axis is not None and axis not in s["axes"]:
+                self.config_error(f"{where}.phase.{role}: '{axis}' is not an axis of the sweep{self.did_you_mean(axis, list(s['axes']))}")
 
     # ---- the sweep's table (workflow/rules/sweeps.smk): one target per sweep, every cell's status ----
     def sweep_metrics_files(self, wildcards):
@@ -111,3 +114,27 @@ class Sweeps:
         return spec_argument({"sweep": sweep, "axes": list(self.config["sweeps"][sweep]["axes"]),
                               "cells": [[run, values, seed] for run, values, seed in self.sweep_cells(sweep)],
                               "converged_below": self.sweep_converged_below(sweep)})
+
+    # ---- its phase diagram (lnrepro sweep-phase): panels of one axis, cells of two others ----
+    def sweep_phase_axes(self, sweep):
+        """(facet, y, x): the sweep's `phase`, else its three axes in order (facet, y, x), or two (y, x)."""
+        s = self.config["sweeps"][sweep]
+        if s.get("phase"):
+            return s["phase"].get("facet"), s["phase"]["y"], s["phase"]["x"]
+        axes = list(s["axes"])
+        if len(axes) in (2, 3):
+            return tuple([None] * (3 - len(axes)) + axes)
+        self.config_error(f"sweeps.{sweep}: {len(axes)} axes; its phase diagram needs `phase: {{facet, y, x}}` to say "
+                          "which it draws")
+
+    def sweep_title(self, sweep):
+        s = self.config["sweeps"][sweep]
+        return s.get("description") or (f"Sweep {sweep}: {' x '.join(s['axes'])}, "
+                                        f"{len(s['seeds'])} seed{'s' * (len(s['seeds']) > 1)} per cell")
+
+    def sweep_phase_spec(self, wildcards):
+        facet, y, x = self.sweep_phase_axes(wildcards.sweep)
+        return spec_argument({"title": self.sweep_title(wildcards.sweep), "facet": facet, "y": y, "x": x})
+
+    def sweep_runs(self, sweep):
+        return [run for run, _, _ in self.sweep_cells(sweep)]
