@@ -117,7 +117,7 @@ def sweep_phase_case(pdf):
              seed=[1, 2])
     t = t.assign(run="lab_run", status=np.where(t.layers > 6, "not converged", "converged"), final_valid_loss=6.5)
     sweep_phase.draw(sweep_phase.phase_cells(t, "norm", "layers", "warmup"), "norm", "layers", "warmup", TITLE, pdf,
-                     mark=MARK, capped=True)
+                     mark=MARK, capped=True, converged_below=7.0)
 
 
 CASES = [figure_case, figure5_case, lr_grid_case, plot_gradients_case, update_norms_case, layer_dependency_case,

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from lnrepro.analyses.sweep_phase import phase_cells
+from lnrepro.analyses.sweep_phase import failed_words, phase_cells
 from lnrepro.analyses.sweep_table import sweep_table
 from lnrepro.cli import main
 from workflow_helpers import ROOT, pipeline_of, refusal_before_any_job, snakemake, workflow_copy
@@ -159,3 +159,10 @@ def test_the_phase_diagram_takes_the_sweeps_axes_or_its_phase():
     assert "config: sweeps.lab.phase.x: 'lr' is not an axis of the sweep" in refusal_before_any_job(with_sweep(sweep))
     four = expanded(with_sweep({**LAB, "axes": {**LAB["axes"], "adam_beta2": [0.98]}}))
     assert "needs `phase: {facet, y, x}`" in refusal(lambda: four.sweep_phase_axes("lab"))
+
+
+def test_the_phase_diagram_says_what_failed_means_and_its_spec_carries_the_threshold():
+    assert failed_words(7.0) == "diverged, or final valid loss >= 7 bits"
+    assert failed_words(None).startswith("diverged (no converged_below")
+    p = expanded(with_sweep())  # the demo's admin.converged_below, as the sweep sets none
+    assert json.loads(p.sweep_phase_spec(type("W", (), {"sweep": "lab"})()))["converged_below"] == 7.0

@@ -49,7 +49,14 @@ def phase_cells(table, facet, y, x):
     return pd.DataFrame(rows, columns=keys + CELL_COLUMNS)
 
 
-def draw(cells, facet, y, x, title, pdf, mark=None, capped=False):
+def failed_words(converged_below):
+    """What 'failed' means in this figure: the sweep table's reading, stated where the colours are."""
+    if converged_below is None:
+        return "diverged (no converged_below: a run that trains without diverging counts)"
+    return f"diverged, or final valid loss >= {converged_below:g} bits"
+
+
+def draw(cells, facet, y, x, title, pdf, mark=None, capped=False, converged_below=None):
     facets = list(dict.fromkeys(cells[facet])) if facet else [None]
     columns = len(facets) if len(facets) <= 4 else min(math.ceil(len(facets) / 2), 4)  # six schemes: 2 rows of 3
     rows = math.ceil(len(facets) / columns)
@@ -73,7 +80,7 @@ def draw(cells, facet, y, x, title, pdf, mark=None, capped=False):
         ax.set_ylabel(AXIS_LABELS.get(y, y))
     for ax in list(axes.flat)[len(facets):]:
         ax.set_visible(False)
-    fig.colorbar(image, ax=axes.ravel().tolist(), label="share of seeds failed (diverged or not converged)")
+    fig.colorbar(image, ax=axes.ravel().tolist(), label=f"share of seeds failed:\n{failed_words(converged_below)}")
     title += "\ncell: mean final valid loss (bits/token) over seeds, seeds failed"
     if capped:
         title += "\nCAPPED (training_cap): a smoke test, not a result"
@@ -84,7 +91,8 @@ def draw(cells, facet, y, x, title, pdf, mark=None, capped=False):
 def add_arguments(p):
     p.add_argument("--table", required=True, help="the sweep's table (lnrepro sweep-table)")
     p.add_argument("--spec", required=True, type=json_object("title", "y", "x"),
-                   help="JSON: {title, facet (an axis or null), y, x}: the axes of the panels and their cells")
+                   help="JSON: {title, facet (an axis or null), y, x, converged_below}: the axes of the panels and "
+                        "their cells, and the sweep table's threshold (said in the colour bar's label)")
     p.add_argument("--pdf", required=True, help="the phase diagram (and its PNG beside it)")
     p.add_argument("--csv", required=True, help="one row per panel and cell: seeds, failed, mean final valid loss")
     add_scale_note_argument(p)
@@ -102,6 +110,6 @@ def run(args):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     cells.to_csv(args.csv, index=False)
     draw(cells, spec.get("facet"), spec["y"], spec["x"], spec["title"], args.pdf, mark=args.scale_note,
-         capped=bool(table.capped.any()))
+         capped=bool(table.capped.any()), converged_below=spec.get("converged_below"))
     print(cells.drop(columns=["runs"]).to_string(index=False))
     return 0

@@ -134,7 +134,8 @@ class Sweeps:
 
     def sweep_phase_spec(self, wildcards):
         facet, y, x = self.sweep_phase_axes(wildcards.sweep)
-        return spec_argument({"title": self.sweep_title(wildcards.sweep), "facet": facet, "y": y, "x": x})
+        return spec_argument({"title": self.sweep_title(wildcards.sweep), "facet": facet, "y": y, "x": x,
+                              "converged_below": self.sweep_converged_below(wildcards.sweep)})
 
     def sweep_runs(self, sweep):
         return [run for run, _, _ in self.sweep_cells(sweep)]
