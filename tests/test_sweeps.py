@@ -135,6 +135,9 @@ def test_the_phase_diagram_plans_the_table_one_training_per_cell_and_nothing_els
     assert "lnrepro sweep-table" in plan and "lab_tfixup_2L_s1=results/train/lab_tfixup_2L_s1/metrics.csv" in plan
     assert "lnrepro sweep-phase --table results/sweeps/lab.csv" in plan and '"facet": null' in plan  # two axes
     assert "rule plot_figure" not in plan and "rule check_claims" not in plan
+    claims = snakemake(tmp_path, "results/lab_claims.md", "-n", "-p", "--configfile", "lab.yaml").stdout
+    assert "--tables lab=results/sweeps/lab.csv" in claims and "rule check_lab_claims" in claims
+    assert "exec lnrepro train" in claims and "rule check_claims:" not in claims  # the papers' claims table is not planned
 
 
 def test_a_phase_cell_counts_its_failed_seeds_and_averages_their_losses():
@@ -166,3 +169,37 @@ def test_the_phase_diagram_says_what_failed_means_and_its_spec_carries_the_thres
     assert failed_words(None).startswith("diverged (no converged_below")
     p = expanded(with_sweep())  # the demo's admin.converged_below, as the sweep sets none
     assert json.loads(p.sweep_phase_spec(type("W", (), {"sweep": "lab"})()))["converged_below"] == 7.0
+
+
+# ---- the lab's claims (config/claims.yaml's `lab` and `lab_fn`): their own table, results/lab_claims.md ----
+def lab_table(losses, key="norm"):
+    """A sweep table: {value: final valid loss} at every depth x warm-up x seed, status by 7.0 bits."""
+    rows = [{"run": f"r_{v}_{layers}_{warmup}_{seed}", key: v, "layers": layers, "warmup": warmup, "seed": seed,
+             "final_valid_loss": loss(layers, warmup), "status": "converged" if loss(layers, warmup) < 7.0 else "not converged"}
+            for v, loss in losses.items() for layers in (6, 18) for warmup in (0, 146) for seed in (1, 2)]
+    return pd.DataFrame(rows)
+
+
+def test_the_lab_claims_are_judged_apart_from_the_papers_on_the_lab_tables():
+    from lnrepro.analyses.claims import evaluate
+    p = expanded(copy.deepcopy(DEMO))
+    lab, papers = p.measured_claims(lab=True), p.measured_claims()
+    assert set(lab) == {"lab_deepnorm_trains_deep", "lab_tfixup_trains_without_warmup", "lab_sandwich_converges_everywhere",
+                        "lab_resi_dual_beats_preln_deep", "lab_fn_rmsnorm_comparable", "lab_fn_dyt_matches_layernorm"}
+    assert not set(lab) & set(papers) and len(papers) == 112  # the papers' table as it was
+    assert not any("sweeps" in f for f in p.claims_inputs(None))  # rule all's claims never train the lab
+    assert p.lab_claims_inputs(None) == ["results/sweeps/lab.csv", "results/sweeps/lab_fn.csv"]
+    tables = {"lab": lab_table({"deepnorm": lambda d, w: 6.5 if d == 6 else 7.2, "tfixup": lambda d, w: 6.0,
+                                "sandwich": lambda d, w: 6.6, "resi_dual": lambda d, w: 6.2, "pre": lambda d, w: 6.4}),
+              "lab_fn": lab_table({"layernorm": lambda d, w: 6.40, "rmsnorm": lambda d, w: 6.45, "dyt": lambda d, w: 6.9},
+                                  key="norm_fn")}
+    table = evaluate(lab, "results", tables).set_index("claim")
+    assert table.loc["lab_deepnorm_trains_deep", ["ours", "paper_result"]].tolist() == [0.0, "FAIL"]  # 18 layers fail
+    assert table.loc["lab_tfixup_trains_without_warmup", "paper_result"] == "PASS"
+    assert table.loc["lab_sandwich_converges_everywhere", "paper_result"] == "PASS"
+    assert table.loc["lab_resi_dual_beats_preln_deep", "ours"] == pytest.approx(-0.2)
+    assert table.loc["lab_fn_rmsnorm_comparable", ["paper_result"]].tolist() == ["PASS"]
+    assert table.loc["lab_fn_rmsnorm_comparable", "ours"] == pytest.approx(0.05)
+    assert table.loc["lab_fn_dyt_matches_layernorm", ["paper_result"]].tolist() == ["FAIL"]  # 0.5 bits worse
+    paper = expanded(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))  # no sweeps: not configured
+    assert all(c["paper_missing"].startswith("this config has no sweeps.") for c in paper.measured_claims(lab=True).values())

@@ -27,7 +27,12 @@ class Claims:
         "liu_fig2_fits": (("admin", "output_change"), "results/figures/liu_fig2_fits.csv"),
         "liu_fig7": (("admin", "layer_dependency", "fig7"), "results/figures/liu_fig7.csv"),
         "liu_fig8": (("admin", "layer_dependency", "fig8"), "results/figures/liu_fig8.csv"),
+        "lab": (("sweeps", "lab"), "results/sweeps/lab.csv"),
+        "lab_fn": (("sweeps", "lab_fn"), "results/sweeps/lab_fn.csv"),
     }
+    # the stability lab's claims (issue 45) read its sweeps' tables: judged by their own target,
+    # results/lab_claims.md, so the papers' claims table (in rule all) never trains the lab's grid
+    LAB_SOURCES = ("lab", "lab_fn")
     CLAIM_RUN_KEYS = ("a", "b", "c", "d")
 
     @functools.cached_property
@@ -114,12 +119,18 @@ class Claims:
         scale = (self.config.get("claims") or {}).get(name) or {}
         return {**self.paper_claims["claims"][name], **{k: v for k, v in scale.items() if k not in CLAIM_SCALE_WORDS}}
 
+    def is_lab_claim(self, claim):
+        return claim["kind"] == "table" and claim["source"] in self.LAB_SOURCES
+
     @functools.cache  # the config is fixed once parsed: spec, inputs, tables and targets share one pass
-    def measured_claims(self):
-        """Each claim with this config's scale, where the paper says it, and what it cannot measure."""
+    def measured_claims(self, lab=False):
+        """Each claim with this config's scale, where the paper says it, and what it cannot measure: the
+        papers' claims, or (lab) the stability lab's."""
         scales = self.config.get("claims") or {}
         claims = {}
         for name, claim in self.paper_claims["claims"].items():
+            if self.is_lab_claim(claim) != lab:
+                continue
             scaled = self.scaled_claim(name)
             claims[name] = {**claim, "place": self.paper_claims["places"][claim["figure"]], "scale": scales.get(name, {}),
                             "paper_missing": self.missing_inputs(claim), "scaled_missing": self.missing_inputs(scaled),
@@ -135,14 +146,17 @@ class Claims:
         """The claims this config can measure at least one way (a config of other experiments has none)."""
         return {name: c for name, c in self.measured_claims().items() if not (c["paper_missing"] and c["scaled_missing"])}
 
-    def claims_spec(self, wildcards):
+    def claims_spec(self, wildcards, lab=False):
         """Key order does not matter (the table groups rows by figure), so reordering the config reruns nothing."""
-        return spec_argument(self.measured_claims())
+        return spec_argument(self.measured_claims(lab))
 
-    def claims_inputs(self, wildcards):
+    def lab_claims_spec(self, wildcards):
+        return self.claims_spec(wildcards, lab=True)
+
+    def claims_inputs(self, wildcards, lab=False):
         """Only what the claims read where this config defines it: runs' metrics (and BLEU), results tables."""
         files = set()
-        for name, claim in self.measured_claims().items():
+        for name, claim in self.measured_claims(lab).items():
             for spec, missing in ((claim, claim["paper_missing"]), (self.scaled_claim(name), claim["scaled_missing"])):
                 if missing:
                     continue
@@ -154,8 +168,14 @@ class Claims:
                         files.add(f"results/eval/{run}/bleu.csv")
         return sorted(files)
 
-    def claims_tables(self, wildcards):
+    def lab_claims_inputs(self, wildcards):
+        return self.claims_inputs(wildcards, lab=True)
+
+    def claims_tables(self, wildcards, lab=False):
         """NAME=CSV of each results table the claims read where this config defines it."""
-        inputs = set(self.claims_inputs(wildcards))
+        inputs = set(self.claims_inputs(wildcards, lab))
         tables = " ".join(f"{name}={path}" for name, (_, path) in sorted(self.CLAIM_SOURCES.items()) if path in inputs)
         return f"--tables {tables}" if tables else ""
+
+    def lab_claims_tables(self, wildcards):
+        return self.claims_tables(wildcards, lab=True)
