@@ -29,10 +29,14 @@ def real_params(module):
     return sum(p.numel() for p in module.parameters())
 
 
-@pytest.mark.parametrize("norms,share", [(("post", "post"), False), (("pre", "pre"), False), (("admin", "admin"), True),
-                                         (("fixup", "fixup"), False), (("post", "pre"), True), (("admin", "post"), False)])
-def test_parameter_count_is_the_models(norms, share):
-    settings = {**DEMO, "enc_norm": norms[0], "dec_norm": norms[1], "share_all_embeddings": share}
+@pytest.mark.parametrize("norms,share,fn", [(("post", "post"), False, "layernorm"), (("pre", "pre"), False, "layernorm"),
+                                            (("admin", "admin"), True, "layernorm"), (("fixup", "fixup"), False, "layernorm"),
+                                            (("post", "pre"), True, "layernorm"), (("admin", "post"), False, "layernorm"),
+                                            (("deepnorm", "deepnorm"), False, "layernorm"), (("sandwich", "sandwich"), True, "rmsnorm"),
+                                            (("tfixup", "tfixup"), False, "layernorm"), (("resi_dual", "resi_dual"), False, "dyt"),
+                                            (("tfixup", "sandwich"), False, "dyt"), (("pre", "resi_dual"), True, "rmsnorm")])
+def test_parameter_count_is_the_models(norms, share, fn):
+    settings = {**DEMO, "enc_norm": norms[0], "dec_norm": norms[1], "share_all_embeddings": share, "norm_fn": fn}
     model = Transformer(ModelConfig(vocab_size=VOCAB, **settings))
     assert plan.translation_params(settings, VOCAB) == real_params(model)
 
@@ -285,9 +289,11 @@ def dry_run_jobs(text):
 
 @pytest.mark.medium
 def test_the_plan_counts_the_dags_decoding_and_probe_jobs(tmp_path):
-    """The demo's DAG: its evaluate, evaluate_averaged and probe jobs are the plan's (results/plan_jobs.csv)."""
+    """The demo's DAG: its evaluate, evaluate_averaged and probe jobs are the plan's (results/plan_jobs.csv),
+    and its trainings, the lab's sweeps (not in rule all: their own targets) among them."""
     wf = workflow_copy(tmp_path)
-    dag = dry_run_jobs(snakemake(wf, "-n", "--cores", "2").stdout)
+    lab = ["results/lab_claims.md", "results/figures/lab_phase.pdf", "results/figures/lab_fn_phase.pdf"]
+    dag = dry_run_jobs(snakemake(wf, "all", *lab, "-n", "--cores", "2").stdout)
     snakemake(wf, "results/plan.md", "--cores", "1")
     planned = list(csv.DictReader(open(wf / "results" / "plan_jobs.csv")))
     for rule in ("evaluate", "evaluate_averaged", "probe_gradients", "probe_after_warmup", "gradient_vanishing",

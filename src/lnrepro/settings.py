@@ -127,7 +127,7 @@ DEPENDENCY_KEYS = MODEL_KEYS + ("enc_norm", "dec_norm", "norm_fn", "init", "seed
 UPDATE_NORM_KEYS = ("optimizer", "max_tokens", "seed", "label_smoothing")  # what update-norms needs of a run
 # what the cost plan (lnrepro plan) reads of a translation or BERT run: its size, batches, length, precision,
 # device (a GPU's or the CPU's time)
-PLAN_KEYS = ("corpus", "d_model", "ffn_dim", "enc_layers", "dec_layers", "layers", "enc_norm", "dec_norm", "norm",
+PLAN_KEYS = ("corpus", "d_model", "ffn_dim", "enc_layers", "dec_layers", "layers", "enc_norm", "dec_norm", "norm", "norm_fn",
              "share_all_embeddings", "max_tokens", "update_freq", "gpus", "nodes", "epochs", "max_updates",
              "optimizer", "momentum", "block_size", "nsp", "short_block_size", "short_fraction",
              "short_max_tokens", "valid_interval", "precision", "device")

@@ -109,21 +109,33 @@ def ffn_params(d, f, fixup=False):
     return 2 * d * f + f + d + 2 * fixup  # fc1, fc2; FixUp's two scalar biases
 
 
-def sublayer_params(d, norm):
-    return {"post": 2 * d, "pre": 2 * d, "admin": 3 * d, "fixup": 2}[norm]  # LayerNorm; Admin's omega
+def norm_params(d, norm_fn="layernorm"):
+    """One normalization layer's (lnrepro.core.norms.make_norm): LayerNorm's gain and bias, RMSNorm's
+    gain, DyT's gain, bias and scalar alpha."""
+    return {"layernorm": 2 * d, "rmsnorm": d, "dyt": 2 * d + 1}[norm_fn]
+
+
+def sublayer_params(d, norm, norm_fn="layernorm"):
+    """A residual sublayer's own: its normalization layer(s) (Sandwich-LN two, T-Fixup none), Admin's
+    omega, FixUp's multiplier and bias."""
+    if norm == "fixup":
+        return 2
+    layers = {"tfixup": 0, "sandwich": 2}.get(norm, 1)
+    return layers * norm_params(d, norm_fn) + (d if norm == "admin" else 0)
 
 
 def translation_params(settings, vocab):
     """lnrepro.core.model.Transformer's parameter count: the decoder's embedding is also the output
-    projection; share_all_embeddings makes it the encoder's too; Pre-LN adds a final LayerNorm."""
+    projection; share_all_embeddings makes it the encoder's too; Pre-LN, Sandwich-LN and ResiDual add a
+    final normalization layer (lnrepro.core.model.final_norm)."""
     s = {**TRAIN_DEFAULTS, **settings}
-    d, f = s["d_model"], s["ffn_dim"]
+    d, f, fn = s["d_model"], s["ffn_dim"], s["norm_fn"]
     enc, dec = (settings.get(side, settings.get("norm", TRAIN_DEFAULTS[side])) for side in ("enc_norm", "dec_norm"))
-    enc_layer = attention_params(d, enc == "fixup") + ffn_params(d, f, enc == "fixup") + 2 * sublayer_params(d, enc)
+    enc_layer = attention_params(d, enc == "fixup") + ffn_params(d, f, enc == "fixup") + 2 * sublayer_params(d, enc, fn)
     dec_layer = (2 * attention_params(d, dec == "fixup") + ffn_params(d, f, dec == "fixup")
-                 + 3 * sublayer_params(d, dec))
+                 + 3 * sublayer_params(d, dec, fn))
     embeddings = vocab * d * (1 if s["share_all_embeddings"] else 2)
-    finals = 2 * d * ((enc == "pre") + (dec == "pre"))
+    finals = norm_params(d, fn) * sum(norm in ("pre", "sandwich", "resi_dual") for norm in (enc, dec))
     return s["enc_layers"] * enc_layer + s["dec_layers"] * dec_layer + embeddings + finals
 
 

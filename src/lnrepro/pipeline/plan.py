@@ -42,7 +42,8 @@ class Plan:
         return {k: v for k, v in settings.items() if k in PLAN_KEYS}
 
     def plan_groups(self):
-        """Each figure's and table's runs: the config's figures, the admin section's tables and figures, BERT's."""
+        """Each figure's and table's runs: the config's figures, the admin section's tables and figures, BERT's,
+        and each sweep's (its table, phase diagram and the lab's claims)."""
         groups = {fig: [run for panel in spec["panels"] for run in panel["runs"]] for fig, spec in self.config["figures"].items()}
         a = self.admin_cfg()
         for section, name in (("table1", "liu_table1"), ("table2", "liu_table2"), ("lr_grid", "liu_fig10")):
@@ -54,6 +55,8 @@ class Plan:
         if "fig5" in self.bert_section():
             runs = self.bert_section()["fig5"]["runs"]
             groups["fig5"] = runs + [f"{run} fine-tuning" for run in runs if "finetune" in self.bert_section()]
+        for sweep in self.config.get("sweeps") or {}:  # not in rule all, priced all the same: its own targets
+            groups[f"sweeps.{sweep}"] = self.sweep_runs(sweep)
         return {g: list(dict.fromkeys(runs)) for g, runs in groups.items()}
 
     def plan_run(self, run):
