@@ -21,13 +21,13 @@ def claim(name, figure, ours, result, capped=False):
 def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results" / "figures").mkdir(parents=True)
-    (tmp_path / "results" / "figures" / "fig9.png").write_bytes(b"png")
+    (tmp_path / "results" / "figures" / "fig9.csv").write_bytes(b"png")
     return tmp_path
 
 
 def write_claims(rows):
     pd.DataFrame(rows, columns=[*COLUMNS, "capped"]).to_csv("results/claims.csv", index=False)
-    later = os.path.getmtime("results/figures/fig9.png") + 10
+    later = os.path.getmtime("results/figures/fig9.csv") + 10
     os.utime("results/claims.csv", (later, later))
 
 
@@ -40,7 +40,7 @@ def html(verdicts):
 def test_a_figures_claims_are_its_verdict_lines_and_no_other_figures(workdir):
     write_claims([claim("a_claim", "fig9", 1.23456, "PASS"), claim("b_claim", "§3.9", 7.0, "FAIL"),
                   claim("other", "fig1", 0.5, "FAIL")])
-    body = html(CaptionVerdicts(["fig9", "§3.9"], ["results/figures/fig9.png"]))
+    body = html(CaptionVerdicts(["fig9", "§3.9"], ["results/figures/fig9.csv"]))
     assert "- a_claim: ours 1.23 (paper 2.5, range &lt;= |W| 3): PASS" in body  # |W| as text, not markup
     assert "- b_claim: ours 7 (paper 2.5, range &lt;= |W| 3): FAIL" in body
     assert "other" not in body and "CAPPED" not in body
@@ -49,18 +49,26 @@ def test_a_figures_claims_are_its_verdict_lines_and_no_other_figures(workdir):
 
 def test_a_capped_build_says_its_verdicts_are_not_results(workdir):
     write_claims([claim("a_claim", "fig9", 1.0, "PASS", capped=True)])
-    assert "CAPPED build (training_cap)" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.png"]))
+    assert "CAPPED build (training_cap)" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.csv"]))
 
 
 def test_no_verdicts_from_a_claims_table_older_than_the_figure(workdir):
     write_claims([claim("a_claim", "fig9", 1.0, "PASS")])
-    os.utime("results/figures/fig9.png")  # the figure redrawn after the claims were judged
+    os.utime("results/figures/fig9.csv")  # the figure's numbers made again after the claims were judged
     os.utime("results/claims.csv", (1, 1))
-    body = html(CaptionVerdicts(["fig9"], ["results/figures/fig9.png"]))
-    assert "a_claim" not in body and "is older than" in body and "results/figures/fig9.png" in body
+    body = html(CaptionVerdicts(["fig9"], ["results/figures/fig9.csv"]))
+    assert "a_claim" not in body and "is older than" in body and "results/figures/fig9.csv" in body
 
 
 def test_a_caption_says_why_it_has_no_verdicts(workdir):
-    assert "not built yet" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.png"]))
+    assert "not built yet" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.csv"]))
     write_claims([claim("other", "fig1", 0.5, "FAIL")])
-    assert "no claim of" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.png"]))
+    assert "no claim of" in html(CaptionVerdicts(["fig9"], ["results/figures/fig9.csv"]))
+
+
+def test_the_labs_figures_read_the_labs_claims_table(workdir):
+    write_claims([claim("papers", "fig9", 1.0, "PASS")])
+    lab = pd.read_csv("results/claims.csv").assign(claim="lab_claim")
+    lab.to_csv("results/lab_claims.csv", index=False)
+    body = html(CaptionVerdicts(["fig9"], [], claims_csv="results/lab_claims.csv"))
+    assert "- lab_claim: ours 1" in body and "papers" not in body and "results/lab_claims.md" in body

@@ -10,9 +10,10 @@ CLAIMS_CSV = "results/claims.csv"
 
 
 class CaptionVerdicts:
-    def __init__(self, figures, made):
+    def __init__(self, figures, made, claims_csv=CLAIMS_CSV):
         self.figures = tuple(figures)  # claims.yaml `figure` keys whose claims read this artifact
-        self.made = tuple(made)  # the artifact's files: claims older than them judged other numbers
+        self.made = tuple(made)  # the numbers it shows (its inputs, its CSVs): claims older than them judged others
+        self.claims_csv = claims_csv  # the papers' claims table, or the lab's (results/lab_claims.csv)
 
     def __repr__(self):
         return f"CaptionVerdicts({', '.join(self.figures)})"
@@ -20,13 +21,14 @@ class CaptionVerdicts:
     def __str__(self):
         """reStructuredText: a heading line, then the claims' one-line verdicts as a literal block (the
         papers' notation, such as |W|, is not markup there), or why there are none."""
-        heading = f"**Verdicts of its claims** (``{CLAIMS_CSV}``; ``results/claims.md`` has each in full)"
-        if not os.path.exists(CLAIMS_CSV):
-            return f"{heading}: not built yet (``snakemake {CLAIMS_CSV}``)."
-        stale = [f for f in self.made if os.path.exists(f) and os.path.getmtime(f) > os.path.getmtime(CLAIMS_CSV)]
+        claims, md = self.claims_csv, self.claims_csv.removesuffix(".csv") + ".md"
+        heading = f"**Verdicts of its claims** (``{claims}``; ``{md}`` has each in full)"
+        if not os.path.exists(claims):
+            return f"{heading}: not built yet (``snakemake {claims}``)."
+        stale = [f for f in self.made if os.path.exists(f) and os.path.getmtime(f) > os.path.getmtime(claims)]
         if stale:
-            return (f"{heading}: none shown: ``{CLAIMS_CSV}`` is older than ``{stale[0]}`` and judged other "
-                    f"numbers (``snakemake {CLAIMS_CSV}`` brings it up to date).")
+            return (f"{heading}: none shown: ``{claims}`` is older than ``{stale[0]}`` and judged other "
+                    f"numbers (``snakemake {claims}`` brings it up to date).")
         lines = self.summary_lines()
         if not lines:
             return f"{heading}: no claim of ``config/claims.yaml`` reads it."
@@ -37,7 +39,7 @@ class CaptionVerdicts:
 
         from lnrepro.analyses.claims import CAPPED_LINE, summary_line
 
-        table = pd.read_csv(CLAIMS_CSV, keep_default_na=False, na_values=[""]).fillna("")
+        table = pd.read_csv(self.claims_csv, keep_default_na=False, na_values=[""]).fillna("")
         rows = table[table.figure.isin(self.figures)]
         capped = [CAPPED_LINE] if rows.capped.astype(str).eq("True").any() else []
         return capped + [summary_line(r) for r in rows.itertuples()]
