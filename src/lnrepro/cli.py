@@ -97,7 +97,7 @@ RESULTS = {
 
 # The commands that draw a figure or table from results: each marks the inputs it read that have no
 # record or changed since theirs (lnrepro.core.provenance.watch_reads); the claims table lists its own.
-DRAWN = {name for name, templates in RESULTS.items() if {"{pdf}", "{md}"} & set(templates)} - {"claims"} | {"sweep-table"}
+DRAWN = {name for name, templates in RESULTS.items() if {"{pdf}", "{md}"} & set(templates)} - {"claims"}
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

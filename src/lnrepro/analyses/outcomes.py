@@ -50,7 +50,13 @@ def metrics_status(metrics, converged_below=None):
 
 def run_status(runs_dir, run, converged_below=None):
     """metrics_status of a run by name, with why it is what it is, in words."""
-    metrics = read_metrics(runs_dir, run)
+    status, _, why = status_and_why(read_metrics(runs_dir, run), converged_below)
+    return status, why
+
+
+def status_and_why(metrics, converged_below=None):
+    """(status, final validation loss, why in words) of a run's metrics table (the claims' outcome
+    verdicts, a sweep's table)."""
     status, valid = metrics_status(metrics, converged_below)
     if status == "diverged":
         why = diverged_reason(metrics) or divergence_text(metrics)
@@ -59,7 +65,7 @@ def run_status(runs_dir, run, converged_below=None):
     else:
         relation = "<" if status == "converged" else ">="
         why = f"final valid loss {valid:.3g} bits {relation} converged_below {converged_below:g}"
-    return status, why
+    return status, valid, why
 
 
 def check_bleu_is_current(metrics, bleu, path):

@@ -9,21 +9,15 @@ import math
 import pandas as pd
 
 from ..args import json_object
-from .outcomes import divergence_text, metrics_status
+from .outcomes import status_and_why
 
 COLUMNS = ["sweep", "run", "seed", "status", "why", "epochs", "updates", "final_valid_loss", "best_valid_loss",
            "final_train_loss", "capped"]
 
 
 def cell_row(sweep, run, values, seed, metrics, converged_below):
-    status, valid = metrics_status(metrics, converged_below)
+    status, valid, why = status_and_why(metrics, converged_below)  # as the claims' outcome verdicts say it
     finished = metrics[metrics.diverged == 0]
-    if status == "diverged":
-        why = divergence_text(metrics)
-    elif converged_below is None:
-        why = "no converged_below: only a recorded divergence fails"
-    else:
-        why = f"final valid loss {'<' if status == 'converged' else '>='} converged_below {converged_below:g}"
     return {"sweep": sweep, "run": run, **values, "seed": seed, "status": status, "why": why,
             "epochs": int(metrics.epoch.max()), "updates": int(metrics.updates.max()), "final_valid_loss": valid,
             "best_valid_loss": float(finished.valid_loss.min()) if len(finished) else math.nan,

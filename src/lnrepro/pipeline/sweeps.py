@@ -96,12 +96,16 @@ class Sweeps:
                 self.config_error(f"{where}.phase.{role}: '{axis}' is not an axis of the sweep{self.did_you_mean(axis, list(s['axes']))}")
 
     # ---- the sweep's table (workflow/rules/sweeps.smk): one target per sweep, every cell's status ----
+    def sweep_metrics(self, sweep):
+        """{run: its metrics.csv} of every cell."""
+        return {run: f"results/train/{run}/metrics.csv" for run in self.sweep_runs(sweep)}
+
     def sweep_metrics_files(self, wildcards):
-        return [f"results/train/{run}/metrics.csv" for run, _, _ in self.sweep_cells(wildcards.sweep)]
+        return list(self.sweep_metrics(wildcards.sweep).values())
 
     def sweep_metrics_pairs(self, wildcards):
         """RUN=PATH of every cell: the command reads the files its rule declares, by run."""
-        return " ".join(shlex.quote(f"{run}=results/train/{run}/metrics.csv") for run, _, _ in self.sweep_cells(wildcards.sweep))
+        return " ".join(shlex.quote(f"{run}={path}") for run, path in self.sweep_metrics(wildcards.sweep).items())
 
     def sweep_converged_below(self, sweep):
         """The sweep's own threshold, else Liu et al.'s tables' (admin.converged_below), else none: only a
