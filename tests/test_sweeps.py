@@ -74,6 +74,9 @@ def test_axis_words_name_lrs_and_hybrids_readably():
     (lambda s: s["axes"].update(lr=[1e-4 * i for i in range(1, 201)], warmup=list(range(10))),
      "config: sweeps.lab: 16,000 runs (axes x seeds), over the 5,000"),
     (lambda s: s.pop("seeds"), "config: sweeps.lab: missing required key 'seeds'"),
+    # config text is untrusted: a free-text axis would put its words into a path and a command
+    (lambda s: s["axes"].update(description=["a b; rm -rf ~"]), "config: sweeps.lab: its cell's name 'lab_post_6L_warmup0_"
+                                                                  "descriptiona b; rm -rf ~_s1' is not a usable run name"),
 ])
 def test_a_bad_sweep_is_one_line_at_its_place(edit, message):
     sweep = copy.deepcopy(LAB)

@@ -14,6 +14,7 @@ each axis value in the axes' order (sweep_word), then the seed."""
 import functools
 import itertools
 import math
+import re
 import shlex
 
 import jsonschema
@@ -63,9 +64,14 @@ class Sweeps:
         """Every sweep's cells added to `runs:` (after the schema checked the sweeps, before the runs'
         checks); a cell named as a run of `runs:` or of another sweep is refused, naming both."""
         made = {}
+        name = self.schema_defs()["name"]  # a run's name becomes a path and a word of a command
         for sweep, s in (self.config.get("sweeps") or {}).items():
             self.check_sweep(sweep, s)
             for run, values, seed in self.sweep_cells(sweep):
+                if not re.fullmatch(name["pattern"], run) or len(run) > name["maxLength"]:
+                    self.config_error(f"sweeps.{sweep}: its cell's name {run!r} is not a usable run name (letters, digits "
+                                      f"and _ . + -, at most {name['maxLength']} characters): an axis value made it so "
+                                      f"(axes: {', '.join(s['axes'])})")
                 if run in self.config["runs"]:
                     self.config_error(f"sweeps.{sweep}: its cell {run} is named as "
                                       f"{'a cell of sweeps.' + made[run] if run in made else 'a run of runs:'}; rename the sweep")
