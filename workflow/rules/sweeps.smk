@@ -34,7 +34,7 @@ rule sweep_phase:
     params:
         spec=P.sweep_phase_spec,
         scale_note=P.scale_note("sweep"),
-        verdicts=P.caption_verdicts("{sweep}", claims_csv="results/lab_claims.csv"),  # read when the report renders
+        verdicts=P.caption_verdicts("{sweep}", lab=True),  # read when the report renders
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -7,12 +7,13 @@ for its params rerun trigger, so this one never makes the figure run again."""
 import os
 
 CLAIMS_CSV = "results/claims.csv"
+LAB_CLAIMS_CSV = "results/lab_claims.csv"  # the stability lab's claims, judged apart
 
 
 class CaptionVerdicts:
     def __init__(self, figures, made, claims_csv=CLAIMS_CSV):
         self.figures = tuple(figures)  # claims.yaml `figure` keys whose claims read this artifact
-        self.made = tuple(made)  # the numbers it shows (its inputs, its CSVs): claims older than them judged others
+        self.made = tuple(made)  # the files the claims read of what it shows: claims older than them judged others
         self.claims_csv = claims_csv  # the papers' claims table, or the lab's (results/lab_claims.csv)
 
     def __repr__(self):

@@ -5,7 +5,7 @@ import os
 import jsonschema
 import yaml
 
-from lnrepro.pipeline.caption_verdicts import CLAIMS_CSV, CaptionVerdicts
+from lnrepro.pipeline.caption_verdicts import CLAIMS_CSV, LAB_CLAIMS_CSV, CaptionVerdicts
 from lnrepro.pipeline.config_text import duplicate_key_error
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import CLAIM_SCALE_WORDS
@@ -82,21 +82,23 @@ class Claims:
                 self.stop(f"{self.CLAIMS_FILE}: claims.{name}.source: '{claim['source']}' is not one of "
                           f"{', '.join(sorted(self.CLAIM_SOURCES))}{self.did_you_mean(claim['source'], self.CLAIM_SOURCES)}")
 
-    def caption_verdicts(self, *figures, claims_csv=CLAIMS_CSV):
+    def caption_verdicts(self, *figures, lab=False):
         """A report caption's param: the verdicts of the claims whose `figure` is one of these (a key may
-        name a wildcard: "{fig}"), read from results/claims.csv (or the lab's) when the report renders."""
+        name a wildcard: "{fig}"), read from results/claims.csv (lab: results/lab_claims.csv) when the
+        report renders."""
         for figure in figures:
             if "{" not in figure and figure not in self.claims_file["places"]:
                 self.stop(f"caption_verdicts: '{figure}' is no figure of {self.CLAIMS_FILE}'s places"
                           f"{self.did_you_mean(figure, self.claims_file['places'])}")
 
-        read = {path for _, path in self.CLAIM_SOURCES.values()}
-
         def verdicts(wildcards, input, output):
-            # stale where what the claims judged is newer than them: the artifact's inputs and those of its
-            # outputs a claim reads (fig3.csv); not its PDF, PNG or drawn CSV, which a redrawn title rewrites
-            numbers = [*input, *(f for f in output if f in read)]
-            return CaptionVerdicts([f.format(**dict(wildcards.items())) for f in figures], numbers, claims_csv)
+            # stale where a file the claims judged is newer than them: those of the artifact's inputs and
+            # outputs (fig3.csv) the claims table reads. Not its other inputs (a run's BLEU no claim reads
+            # may be made after the table), nor its PDF or PNG, which a redrawn title rewrites
+            judged = set(self.claims_inputs(wildcards, lab))
+            numbers = [f for f in (*input, *output) if f in judged]
+            return CaptionVerdicts([f.format(**dict(wildcards.items())) for f in figures], numbers,
+                                   LAB_CLAIMS_CSV if lab else CLAIMS_CSV)
         return verdicts
 
     def claims_targets(self):
