@@ -15,7 +15,7 @@ from matplotlib.text import Text
 
 from figure_checks import fonts_are_truetype, png_is_drawn
 from lnrepro.analyses import (figure, figure5, gradient_vanishing, layer_dependency, lr_grid, output_change,
-                              plot_gradients, sweep_phase, theory, update_norms)
+                              plot_gradients, sweep_phase, sweep_sensitivity, sweep_thresholds, theory, update_norms)
 
 CONFIGS = [Path(__file__).parents[1] / "config" / name for name in ("demo.yaml", "config.yaml")]
 # the longest run label the demo draws (Fig 4), and a divergence note the legend adds to it
@@ -120,8 +120,26 @@ def sweep_phase_case(pdf):
                      mark=MARK, capped=True, converged_below=7.0)
 
 
+def lab_lr_cells():
+    # the demo's lab_lr: six schemes x depth x lr, a scheme failing at large lr, one failing everywhere
+    t = rows(norm=["post", "pre", "deepnorm", "sandwich", "tfixup", "resi_dual"], layers=[6, 18], lr=[1e-3, 2e-3, 4e-3])
+    return t.assign(failed=np.where((t.lr > 2e-3) | ((t.norm == "post") & (t.layers > 6)), 2, 0), seeds=2,
+                    mean_final_valid_loss=6 + 100 * t.lr)
+
+
+def sweep_thresholds_case(pdf):
+    sweep_thresholds.draw(sweep_thresholds.threshold_rows(lab_lr_cells(), "norm", "layers", "lr"), "norm", "layers", "lr",
+                          TITLE, pdf, mark=MARK)
+
+
+def sweep_sensitivity_case(pdf):
+    sweep_sensitivity.draw(sweep_sensitivity.sensitivity_rows(lab_lr_cells(), "norm", "layers"), "norm", "layers", "lr", TITLE,
+                           pdf, mark=MARK)
+
+
 CASES = [figure_case, figure5_case, lr_grid_case, plot_gradients_case, update_norms_case, layer_dependency_case,
-         gradient_vanishing_case, output_change_case, theory_case, sweep_phase_case]
+         gradient_vanishing_case, output_change_case, theory_case, sweep_phase_case, sweep_thresholds_case,
+         sweep_sensitivity_case]
 
 
 @pytest.fixture

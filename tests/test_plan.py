@@ -292,7 +292,8 @@ def test_the_plan_counts_the_dags_decoding_and_probe_jobs(tmp_path):
     """The demo's DAG: its evaluate, evaluate_averaged and probe jobs are the plan's (results/plan_jobs.csv),
     and its trainings, the lab's sweeps (not in rule all: their own targets) among them."""
     wf = workflow_copy(tmp_path)
-    lab = ["results/lab_claims.md", "results/figures/lab_phase.pdf", "results/figures/lab_fn_phase.pdf"]
+    lab = ["results/lab_claims.md", "results/figures/lab_phase.pdf", "results/figures/lab_fn_phase.pdf",
+           "results/figures/lab_lr_thresholds.pdf", "results/figures/lab_lr_sensitivity.pdf"]
     dag = dry_run_jobs(snakemake(wf, "all", *lab, "-n", "--cores", "2").stdout)
     snakemake(wf, "results/plan.md", "--cores", "1")
     planned = list(csv.DictReader(open(wf / "results" / "plan_jobs.csv")))

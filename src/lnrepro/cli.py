@@ -62,6 +62,10 @@ COMMANDS = {
     "lr-grid": ("lnrepro.analyses.lr_grid", "no-warm-up lr x beta2 grid: converged/diverged and BLEU heatmap (Liu et al. Fig 10)"),
     "sweep-table": ("lnrepro.analyses.sweep_table", "a sweep's table: every cell's status and validation loss, from its runs' metrics"),
     "sweep-phase": ("lnrepro.analyses.sweep_phase", "a sweep's phase diagram: share of seeds failed per cell, a panel per scheme"),
+    "sweep-thresholds": ("lnrepro.analyses.sweep_thresholds",
+                         "a sweep's minimum warm-up or critical lr that trains, against depth, per scheme"),
+    "sweep-lr-sensitivity": ("lnrepro.analyses.sweep_sensitivity",
+                             "a sweep's mean excess loss over its lr grid, per scheme and depth"),
     "plan": ("lnrepro.analyses.plan", "the cost plan: trainings, decoding, probes, GPU/CPU hours, each job's runtime and disk per figure, table and run"),
     "bench": ("lnrepro.training.bench", "benchmark training/decoding speed against torch.nn.Transformer"),
     "gpu-check": ("lnrepro.training.gpu_check",
@@ -93,6 +97,8 @@ RESULTS = {
     "lr-grid": ("{pdf}", "{csv}"),
     "sweep-table": ("{csv}",),
     "sweep-phase": ("{pdf}", "{csv}"),
+    "sweep-thresholds": ("{pdf}", "{csv}"),
+    "sweep-lr-sensitivity": ("{pdf}", "{csv}"),
 }
 
 # The commands that draw a figure or table from results: each marks the inputs it read that have no

@@ -42,3 +42,40 @@ rule sweep_phase:
     shell:
         "lnrepro sweep-phase --table {input.table:q} --spec {params.spec:q} --pdf {output.pdf:q} --csv {output.csv:q}"
         " {params.scale_note} > {log:q} 2>&1"
+
+
+# Read from the phase diagram's cells: (b) the minimum warm-up or the critical lr that trains, against
+# depth, per scheme; (d) for an lr sweep, the mean excess loss over its lr grid per scheme and depth.
+rule sweep_thresholds:
+    input:
+        cells="results/figures/{sweep}_phase.csv",
+    output:
+        pdf="results/figures/{sweep}_thresholds.pdf",
+        png=report("results/figures/{sweep}_thresholds.png", caption="../report/sweep_thresholds.rst", category="Lab"),
+        csv="results/figures/{sweep}_thresholds.csv",
+    params:
+        command="sweep-thresholds",
+        spec=P.sweep_thresholds_spec,
+        scale_note=P.scale_note("sweep"),
+        verdicts=P.caption_verdicts("{sweep}", lab=True),  # read when the report renders
+    conda:
+        "../../envs/lnrepro.yaml"
+    log:
+        "logs/sweeps/{sweep}_thresholds.log",
+    shell:
+        "lnrepro {params.command} --cells {input.cells:q} --spec {params.spec:q} --pdf {output.pdf:q} --csv {output.csv:q}"
+        " {params.scale_note} > {log:q} 2>&1"
+
+
+use rule sweep_thresholds as sweep_lr_sensitivity with:
+    output:
+        pdf="results/figures/{sweep}_sensitivity.pdf",
+        png=report("results/figures/{sweep}_sensitivity.png", caption="../report/sweep_lr_sensitivity.rst", category="Lab"),
+        csv="results/figures/{sweep}_sensitivity.csv",
+    params:
+        command="sweep-lr-sensitivity",
+        spec=P.sweep_lr_sensitivity_spec,
+        scale_note=P.scale_note("sweep"),
+        verdicts=P.caption_verdicts("{sweep}", lab=True),  # read when the report renders
+    log:
+        "logs/sweeps/{sweep}_sensitivity.log",

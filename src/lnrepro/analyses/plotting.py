@@ -38,12 +38,12 @@ def fit_title(fig, title, fontsize=11):
     return text
 
 
-def legend(ax, fontsize=7, width=60):
+def legend(ax, fontsize=7, width=60, **placement):
     """The axes' legend, each label wrapped at `width` characters: a run's label with its notes
     ('...: diverged before its first checkpoint (update N) [CAPPED]') is wider than a panel, and
-    the legend ran off the figure's edge."""
+    the legend ran off the figure's edge. placement: Axes.legend's loc and bbox_to_anchor."""
     handles, labels = ax.get_legend_handles_labels()
-    return ax.legend(handles, [textwrap.fill(label, width) for label in labels], fontsize=fontsize)
+    return ax.legend(handles, [textwrap.fill(label, width) for label in labels], fontsize=fontsize, **placement)
 
 
 def png_beside(pdf):

@@ -88,6 +88,37 @@ def draw(cells, facet, y, x, title, pdf, mark=None, capped=False, converged_belo
     return fig
 
 
+def add_cell_figure_arguments(p, x_words, csv_help):
+    """A figure drawn from the phase diagram's cells (lnrepro sweep-thresholds, sweep-lr-sensitivity)."""
+    p.add_argument("--cells", required=True, help="the phase diagram's cells (lnrepro sweep-phase --csv)")
+    p.add_argument("--spec", required=True, type=json_object("title", "y", "x"),
+                   help=f"JSON: {{title, facet (an axis or null), y (depth), x ({x_words})}}")
+    p.add_argument("--pdf", required=True, help="the figure (and its PNG beside it)")
+    p.add_argument("--csv", required=True, help=csv_help)
+    add_scale_note_argument(p)
+
+
+def run_cell_figure(args, figure, x_axes, columns, make_rows, draw_rows):
+    """A figure from the phase diagram's cells along x (one of x_axes): its rows (make_rows(cells, facet,
+    y, x)) to --csv, drawn (draw_rows(rows, facet, y, x, title, pdf, mark)) to --pdf. Refused where the
+    spec's x is not one it reads, or the cells lack its axes or the columns it reads."""
+    spec = json.loads(args.spec)
+    facet, y, x = spec.get("facet"), spec["y"], spec["x"]
+    if x not in x_axes:
+        raise SystemExit(f"{figure}: x axis '{x}' is not one it reads ({', '.join(x_axes)})")
+    cells = pd.read_csv(args.cells, keep_default_na=False, na_values=[""])
+    missing = [a for a in (facet, y, x, *columns) if a and a not in cells.columns]
+    if missing:
+        raise SystemExit(f"{args.cells}: no column {', '.join(missing)}")
+    rows = make_rows(cells, facet, y, x)
+    for path in (args.csv, args.pdf):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(args.csv, index=False)
+    draw_rows(rows, facet, y, x, spec["title"], args.pdf, mark=args.scale_note)
+    print(rows.to_string(index=False))
+    return 0
+
+
 def add_arguments(p):
     p.add_argument("--table", required=True, help="the sweep's table (lnrepro sweep-table)")
     p.add_argument("--spec", required=True, type=json_object("title", "y", "x"),

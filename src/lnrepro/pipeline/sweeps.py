@@ -13,6 +13,7 @@ key a run takes, or `layers` (enc_layers and dec_layers together); a run's name 
 each axis value in the axes' order (sweep_word), then the seed."""
 import functools
 import itertools
+import json
 import math
 import re
 import shlex
@@ -20,9 +21,10 @@ import shlex
 import jsonschema
 
 from lnrepro.pipeline.spec_argument import spec_argument
-from lnrepro.settings import lr_text
+from lnrepro.settings import TRAIN_DEFAULTS, lr_text, merged_run_settings
 
 LAYERS_AXIS = "layers"  # sets enc_layers and dec_layers together: the depth of Liu et al.'s grids
+THRESHOLD_AXES = ("warmup", "lr")  # the axes with a safe side (lnrepro.analyses.sweep_thresholds.SAFER)
 MAX_SWEEP_RUNS = 5000  # config text is untrusted: a sweep of 100^4 cells is refused before it is expanded
 
 
@@ -52,22 +54,28 @@ def cell_settings(template, axes, values, seed):
 
 
 class Sweeps:
-    @functools.cache
-    def sweep_cells(self, sweep):
-        """[(run, {axis: value}, seed)] of a sweep, in the axes' order, seeds last."""
+    def cell_names(self, sweep):
+        """[(run, {axis: value}, seed)] of a sweep, in the axes' order, seeds last, each named as its own."""
         s = self.config["sweeps"][sweep]
         axes = list(s["axes"])
         return [(f"{sweep}_{'_'.join(sweep_word(k, v) for k, v in zip(axes, values))}_s{seed}", dict(zip(axes, values)), seed)
                 for values in itertools.product(*s["axes"].values()) for seed in s["seeds"]]
 
+    @functools.cache
+    def sweep_cells(self, sweep):
+        """cell_names, where a cell an earlier sweep trains already is that sweep's run (after expand_sweeps)."""
+        return [(self.shared_cells.get(run, run), values, seed) for run, values, seed in self.cell_names(sweep)]
+
     def expand_sweeps(self):
         """Every sweep's cells added to `runs:` (after the schema checked the sweeps, before the runs'
-        checks); a cell named as a run of `runs:` or of another sweep is refused, naming both."""
-        made = {}
+        checks); a cell named as a run of `runs:` or of another sweep is refused, naming both. A cell that
+        trains exactly as an earlier sweep's cell (every setting, the trainer's defaults filled in: the
+        lab's warm-up 146 cells in an lr sweep at the template's lr) is not trained twice: it is that run."""
+        made, trained, self.shared_cells = {}, {}, {}
         name = self.schema_defs()["name"]  # a run's name becomes a path and a word of a command
         for sweep, s in (self.config.get("sweeps") or {}).items():
             self.check_sweep(sweep, s)
-            for run, values, seed in self.sweep_cells(sweep):
+            for run, values, seed in self.cell_names(sweep):
                 if not re.fullmatch(name["pattern"], run) or len(run) > name["maxLength"]:
                     self.config_error(f"sweeps.{sweep}: its cell's name {run!r} is not a usable run name (letters, digits "
                                       f"and _ . + -, at most {name['maxLength']} characters): an axis value made it so "
@@ -77,6 +85,20 @@ class Sweeps:
                                       f"{'a cell of sweeps.' + made[run] if run in made else 'a run of runs:'}; rename the sweep")
                 made[run] = sweep
                 self.config["runs"][run] = cell_settings(s["template"], list(s["axes"]), list(values.values()), seed)
+                same = self.trained_as(run)
+                if same in trained and made[trained[same]] != sweep:
+                    del self.config["runs"][run]
+                    self.shared_cells[run] = trained[same]
+                elif same is not None:
+                    trained.setdefault(same, run)
+
+    def trained_as(self, run):
+        """A run's settings as it trains (the trainer's defaults filled in), as text: None where its model is
+        not one of `models:` (check_config says so)."""
+        own = self.config["runs"][run]
+        if {**self.config.get("train_defaults", {}), **own}.get("model") not in self.config.get("models", {}):
+            return None
+        return json.dumps({**TRAIN_DEFAULTS, **merged_run_settings(self.config, run)}, sort_keys=True, default=str)
 
     def check_sweep(self, sweep, s):
         where = f"sweeps.{sweep}"
@@ -146,6 +168,22 @@ class Sweeps:
         facet, y, x = self.sweep_phase_axes(wildcards.sweep)
         return spec_argument({"title": self.sweep_title(wildcards.sweep), "facet": facet, "y": y, "x": x,
                               "converged_below": self.sweep_converged_below(wildcards.sweep)})
+
+    # ---- figures from the phase diagram's cells: (b) thresholds against depth, (d) lr sensitivity ----
+    def sweep_cells_figure_spec(self, sweep, x_axes, figure):
+        """The phase diagram's axes for a figure that reads its cells along x: refused (before any job)
+        where the sweep's x axis is not one the figure reads."""
+        facet, y, x = self.sweep_phase_axes(sweep)
+        if x not in x_axes:
+            self.config_error(f"sweeps.{sweep}: {figure} reads the phase diagram's cells along {' or '.join(x_axes)}; "
+                              f"its x axis is '{x}' (set `phase: {{facet, y, x}}`)")
+        return spec_argument({"title": self.sweep_title(sweep), "facet": facet, "y": y, "x": x})
+
+    def sweep_thresholds_spec(self, wildcards):
+        return self.sweep_cells_figure_spec(wildcards.sweep, THRESHOLD_AXES, "its thresholds figure")
+
+    def sweep_lr_sensitivity_spec(self, wildcards):
+        return self.sweep_cells_figure_spec(wildcards.sweep, ("lr",), "its lr-sensitivity figure")
 
     def sweep_runs(self, sweep):
         return [run for run, _, _ in self.sweep_cells(sweep)]
