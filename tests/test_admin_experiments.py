@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from lnrepro.analyses.admin_tables import markdown, table1, table1_markdown, tab
 from lnrepro.analyses.layer_dependency import dependency_matrix, layer_dependency
 from lnrepro.analyses.lr_grid import draw as draw_grid, grid_table
 from lnrepro.analyses.outcomes import run_outcome
-from lnrepro.analyses.output_change import draw, fit_growth, output_change
+from lnrepro.analyses.output_change import draw, draw_exponents, fit_growth, output_change
 from lnrepro.analyses.probing import (decoder_bottom_over_top, init_model, output_gradient_norms, relative_norms,
                                       sublayer_labels)
 from lnrepro.analyses.update_norms import epoch_pairs, matrices, mean_gradient, pair_rows
@@ -115,6 +116,31 @@ def test_fit_growth_tells_linear_from_logarithmic():
     assert fits.loc[("post", "linear"), "better_fit"] == "linear"
     assert fits.loc[("pre", "log"), "slope"] == pytest.approx(2)
     assert fits.loc[("pre", "log"), "better_fit"] == "log"
+
+
+def test_the_power_law_exponent_is_fitted_beside_and_never_decides_the_better_fit():
+    n = np.array([2, 4, 8, 16, 32])
+    table = pd.DataFrame([{"norm": norm, "kind": "random", "layers": int(x), "seed": 1, "output_change": y}
+                          for norm, ys in (("deepnorm", 3 * n ** 0.5), ("post", 3 * n + 1), ("tfixup", 0 * n))
+                          for x, y in zip(n, ys)])
+    fits = fit_growth(table).set_index(["norm", "growth"])
+    assert fits.loc[("deepnorm", "power"), "slope"] == pytest.approx(0.5)  # change ~ 3 N^0.5
+    assert fits.loc[("deepnorm", "power"), "intercept"] == pytest.approx(np.log(3))
+    assert fits.loc[("post", "power"), "better_fit"] == fits.loc[("post", "linear"), "better_fit"] == "linear"
+    assert ("tfixup", "power") not in fits.index  # an unchanged output has no logarithm: no exponent, said in the legend
+
+
+@pytest.mark.medium
+def test_the_labs_output_change_measures_every_scheme_and_draws_its_exponent(tmp_path):
+    rows = [{"norm": norm, "kind": kind, "layers": layers, "seed": 1, "output_change": mean_change(norm, layers, kind, seeds=1)}
+            for norm in ("deepnorm", "sandwich", "tfixup", "resi_dual") for kind in ("random", "adam") for layers in (2, 4)]
+    table = pd.DataFrame(rows)
+    assert (table.output_change > 0).all() and np.isfinite(table.output_change).all()
+    fig = draw_exponents(table, fit_growth(table), "t", tmp_path / "f.pdf")
+    labels = [line.get_label() for line in fig.axes[0].lines if not line.get_label().startswith("_")]
+    assert [label.split(":")[0] for label in labels] == ["DeepNorm", "Sandwich-LN", "T-Fixup", "ResiDual"]
+    assert all(re.fullmatch(r"[\w-]+: N\^-?\d\.\d\d", label) for label in labels), labels
+    assert fig.axes[0].get_xscale() == fig.axes[0].get_yscale() == "log"
 
 
 def test_fig2_draws_the_better_fit_and_the_papers_expectation_only_beside_it(tmp_path):

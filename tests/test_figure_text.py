@@ -106,6 +106,13 @@ def output_change_case(pdf):
     output_change.draw(t, output_change.fit_growth(t), TITLE, pdf, mark=MARK)
 
 
+def lab_output_change_case(pdf):
+    t = rows(norm=["post", "pre", "admin", "deepnorm", "sandwich", "tfixup", "resi_dual"], kind=list(output_change.KINDS),
+             layers=[2, 4, 8, 18, 50, 100], seed=[1, 2])
+    t = t.assign(output_change=1e-4 * t.layers ** 0.7)
+    output_change.draw_exponents(t, output_change.fit_growth(t), TITLE, pdf, mark=MARK)
+
+
 def theory_case(pdf):
     points, summary = theory.measure(d=8, layers=2, depths=[2, 4], seeds=1, sequences=1, positions=2, vocab_size=10)
     theory.draw(points, summary, TITLE, pdf, d=16, mark=MARK)
@@ -138,7 +145,7 @@ def sweep_sensitivity_case(pdf):
 
 
 CASES = [figure_case, figure5_case, lr_grid_case, plot_gradients_case, update_norms_case, layer_dependency_case,
-         gradient_vanishing_case, output_change_case, theory_case, sweep_phase_case, sweep_thresholds_case,
+         gradient_vanishing_case, output_change_case, lab_output_change_case, theory_case, sweep_phase_case, sweep_thresholds_case,
          sweep_sensitivity_case]
 
 

@@ -145,6 +145,8 @@ def test_the_schemas_norms_and_inits_are_the_models():
 
     walk(schema)
     assert found and set(found) == {(settings.MODEL_NORMS,) * 3 + (settings.INITS, settings.NORM_FNS)}
+    lab = schema["$defs"]["admin"]["properties"]["output_change"]["properties"]["lab_norms"]["items"]["enum"]
+    assert tuple(lab) == settings.VARIANT_NORMS  # the lab's output change: the later schemes
 
 
 def test_a_probe_of_a_run_that_leaves_a_key_unset_uses_the_trainers_value():

@@ -62,6 +62,24 @@ rule output_change:
         " --fits {output.fits:q} {params.scale_note} > {log:q} 2>&1"
 
 
+# The stability lab's Fig 2 (admin.output_change.lab_norms; not in rule all): every scheme's output change
+# at the same depths, on log-log axes with its fitted exponent.
+use rule output_change as lab_output_change with:
+    output:
+        pdf="results/figures/lab_output_change.pdf",
+        png=report("results/figures/lab_output_change.png", caption="../report/lab_output_change.rst", category="Lab"),
+        csv="results/figures/lab_output_change.csv",
+        fits="results/figures/lab_output_change_fits.csv",
+    params:
+        flags=P.lab_output_change_flags,
+        scale_note=P.scale_note("output_change"),
+        admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models are profiled in the job: a new method reruns it
+    log:
+        "logs/admin/lab_output_change.log",
+    benchmark:
+        "benchmarks/admin/lab_output_change.tsv"
+
+
 rule admin_table1:
     input:
         unpack(P.table1_inputs),

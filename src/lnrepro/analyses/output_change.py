@@ -7,7 +7,9 @@ batch, and the output change is Var[F(x, W) - F(x, W*)] (mean square over all el
 - ``adam``: W* = W after one Adam update on the batch's loss (lr delta).
 Theorem 4.2: Post-LN grows as O(N), Pre-LN as O(log N), Admin like Pre-LN at initialization.
 Each (norm, kind) gets least-squares lines against N and against ln N; the paper reads the
-growth from which of the two fits better.
+growth from which of the two fits better. A third fit, ln change against ln N, gives the exponent k of
+change ~ c N^k (the stability lab's figure, --fit power: every scheme on one log-log plot; our
+reading: the paper fits no exponent); it never decides better_fit.
 """
 import copy
 import json
@@ -23,7 +25,7 @@ import torch  # noqa: E402
 
 from ..core.batching import collate  # noqa: E402
 from ..core.data import PAD  # noqa: E402
-from ..core.model import NORMS, ModelConfig, label_smoothed_loss  # noqa: E402
+from ..core.model import MODEL_NORMS, ModelConfig, label_smoothed_loss  # noqa: E402
 from ..args import add_scale_note_argument  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 from .probing import add_init_probe_arguments, init_model, load_init_probe, pick_batches  # noqa: E402
@@ -95,13 +97,16 @@ def line_fit(x, y):
 
 
 def fit_growth(table):
-    """Per norm and kind: fits against N and against ln N of the mean change; the better by r."""
+    """Per norm and kind: fits against N and against ln N of the mean change, the better by r; and the
+    power law's exponent (ln change against ln N), which is not one of the two compared."""
     rows = []
     mean = table.groupby(["norm", "kind", "layers"], as_index=False, sort=False).output_change.mean()
     for (norm, kind), t in mean.groupby(["norm", "kind"], sort=False):
         n = t.layers.to_numpy(dtype=float)
         fits = {"linear": line_fit(n, t.output_change), "log": line_fit(np.log(n), t.output_change)}
         better = max(fits, key=lambda g: fits[g][2])
+        if (t.output_change > 0).all():  # an exactly unchanged output has no logarithm
+            fits["power"] = line_fit(np.log(n), np.log(t.output_change.to_numpy(dtype=float)))
         for growth, (slope, intercept, r) in fits.items():
             rows.append({"norm": norm, "kind": kind, "growth": growth, "slope": slope, "intercept": intercept,
                          "r": r, "better_fit": better})
@@ -145,17 +150,46 @@ def draw(table, fits, title, pdf, mark=None):
     return fig
 
 
+def draw_exponents(table, fits, title, pdf, mark=None):
+    """The lab's figure: one panel per perturbation kind, log-log, every scheme's means and its power
+    law c N^k, the exponent k in the legend (Theorem 4.2: Post-LN's O(N) is k ~ 1, O(log N) flatter)."""
+    mean = table.groupby(["norm", "kind", "layers"], as_index=False, sort=False).output_change.mean()
+    fig, axes = plt.subplots(1, len(KINDS), figsize=(11, 4.2))
+    for ax, kind in zip(axes, KINDS):
+        for norm, t in mean[mean.kind == kind].groupby("norm", sort=False):
+            power = fits[(fits.norm == norm) & (fits.kind == kind) & (fits.growth == "power")]
+            label = NORM_LABELS[norm] + (f": N^{power.slope.iloc[0]:.2f}" if len(power) else ": no fit (a change of 0)")
+            (points,) = ax.plot(t.layers, t.output_change, "o", label=label)
+            if len(power):
+                n = np.geomspace(t.layers.min(), t.layers.max(), 50)
+                ax.plot(n, np.exp(power.intercept.iloc[0]) * n ** power.slope.iloc[0], "-", color=points.get_color(), lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title({"random": "W* = W - delta sign(N(0,1))", "adam": "W* = one Adam update"}[kind], fontsize=10)
+        ax.set_xlabel("layers N (N-N model)")
+        ax.set_ylabel("|F(x,W) - F(x,W*)|^2 (mean)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    save_figure(fig, title + "\nlines: least squares of ln change on ln N (change ~ c N^k, k in the legend)", pdf, mark=mark)
+    return fig
+
+
+DRAWINGS = {"paper": draw, "power": draw_exponents}
+
+
 def add_arguments(p):
     add_init_probe_arguments(p)
     p.add_argument("--depths", type=int, nargs="+", required=True, help="N of the N-N models measured")
-    p.add_argument("--norms", nargs="+", default=["post", "pre", "admin"], choices=NORMS,
+    p.add_argument("--norms", nargs="+", default=["post", "pre", "admin"], choices=MODEL_NORMS,
                    help="residual sublayers measured (both sides)")
     p.add_argument("--delta", type=float, default=1e-4, help="perturbation size and the Adam step's lr")
+    p.add_argument("--fit", choices=sorted(DRAWINGS), default="paper",
+                   help="the fits drawn: the paper's N against ln N, or every scheme's power law on log-log axes")
     p.add_argument("--title", default="Liu et al. Fig 2: output change vs depth at initialization",
                    help="figure title")
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
-    p.add_argument("--fits", required=True, help="CSV: slope, intercept and r of each fit")
+    p.add_argument("--fits", required=True, help="CSV: slope, intercept and r of each fit (power: the exponent's)")
     add_scale_note_argument(p)
 
 
@@ -168,6 +202,6 @@ def run(args):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
     fits.to_csv(args.fits, index=False)
-    draw(table, fits, args.title, args.pdf, mark=args.scale_note)
+    DRAWINGS[args.fit](table, fits, args.title, args.pdf, mark=args.scale_note)
     print(json.dumps(fits.to_dict("records"), indent=1))
     return 0

@@ -138,11 +138,11 @@ class Admin:
         files = self.bin_files(self.admin_probe_settings(section)["corpus"])
         return {"dict": files["dict"], "train": files["train"]}
 
-    def admin_probe_flags(self, section, keys):
+    def admin_probe_flags(self, section, keys, title=None):
         s, sec = self.admin_probe_settings(section), self.admin_cfg(section)
         own = {k: sec[k] for k in keys if k in sec}
         width = picked_flags(s, ADMIN_PROBE_KEYS)
-        return f"--data {self.bpe_dir(s['corpus'])}/bin {width} {cli_flags(own)} --title {shlex.quote(sec['title'])}"
+        return f"--data {self.bpe_dir(s['corpus'])}/bin {width} {cli_flags(own)} --title {shlex.quote(title or sec['title'])}"
 
     def vanishing_data(self, wildcards):
         return self.admin_probe_data("gradients")
@@ -160,9 +160,18 @@ class Admin:
     def output_change_data(self, wildcards):
         return self.admin_probe_data("output_change")
 
-    def output_change_flags(self, wildcards):
-        flags = self.admin_probe_flags("output_change", ("seeds", "delta"))
+    def output_change_flags(self, wildcards, title=None):
+        flags = self.admin_probe_flags("output_change", ("seeds", "delta"), title)
         return f"{flags} --depths {' '.join(str(int(n)) for n in self.admin_cfg('output_change')['depths'])}"
+
+    def lab_output_change_flags(self, wildcards):
+        """The lab's Fig 2: the paper's three schemes and admin.output_change.lab_norms, power-law fits."""
+        section = self.admin_cfg("output_change")
+        if not section.get("lab_norms"):
+            self.config_error("results/figures/lab_output_change.pdf needs admin.output_change.lab_norms (the schemes it adds)")
+        title = f"The lab: output change vs depth at initialization, every scheme ({section['title']})"
+        norms = ["post", "pre", "admin", *section["lab_norms"]]
+        return f"{self.output_change_flags(wildcards, title)} --norms {' '.join(norms)} --fit power"
 
     # ---- tables and the lr grid: the runs' metrics and (averaged) BLEU ----
     def averaged_checkpoints(self, run):

@@ -114,10 +114,16 @@ class Plan:
         if "output_change" in a:  # per norm, depth and seed: 4 forwards, one Adam update, Admin's profile
             sec, run = a["output_change"], a["output_change"]["run"]
             seeds = sec.get("seeds", 3)
-            models = [{"settings": self.probe_model(run, enc_layers=n, dec_layers=n, enc_norm=norm, dec_norm=norm),
-                       "fwd_bwd": seeds, "forward": seeds * (4 + (norm == "admin"))}
-                      for norm in ("post", "pre", "admin") for n in (int(d) for d in sec["depths"])]
-            probes.append({"rule": "output_change", "job": "liu_fig2", "group": "liu_fig2", "models": models})
+
+            def measured(norms):
+                return [{"settings": self.probe_model(run, enc_layers=n, dec_layers=n, enc_norm=norm, dec_norm=norm),
+                         "fwd_bwd": seeds, "forward": seeds * (4 + (norm == "admin"))}
+                        for norm in norms for n in (int(d) for d in sec["depths"])]
+            probes.append({"rule": "output_change", "job": "liu_fig2", "group": "liu_fig2",
+                           "models": measured(("post", "pre", "admin"))})
+            if sec.get("lab_norms"):  # the lab's figure (not in rule all): the same three and its schemes
+                probes.append({"rule": "lab_output_change", "job": "lab_output_change", "group": "lab_output_change",
+                               "models": measured(("post", "pre", "admin", *sec["lab_norms"]))})
         for fig, spec in a.get("layer_dependency", {}).items():  # a forward at init (Admin: + its profile) and at the last epoch
             models = [{"settings": self.probe_model(run), "forward": 2 + ("admin" in self.run_norms(run)), "checkpoints": 1}
                       for run in spec["runs"]]
