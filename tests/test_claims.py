@@ -326,7 +326,7 @@ def run_command(tmp_path, spec, capped=False):
     (tmp_path / "fig3.csv").write_text(fig3(p=[1, 2, 3]).to_csv(index=False))
     claims.run(Namespace(spec=json.dumps(spec), runs_dir=str(tmp_path), tables=[f"fig3={tmp_path / 'fig3.csv'}"],
                          title="T", csv=str(tmp_path / "c.csv"), md=str(tmp_path / "c.md"), capped=capped,
-                         provenance_csv=str(tmp_path / "provenance.csv")))
+                         matrix_csv=None, provenance_csv=str(tmp_path / "provenance.csv")))
     return pd.read_csv(tmp_path / "c.csv", keep_default_na=False), Path(tmp_path / "c.md").read_text()
 
 

@@ -104,3 +104,30 @@ def test_the_lab_figures_plan_from_the_phase_cells(tmp_path):
     assert plan.count("exec lnrepro train") == 8
     assert "lnrepro sweep-thresholds --cells results/figures/lab_phase.csv" in plan
     assert "lnrepro sweep-lr-sensitivity --cells results/figures/lab_phase.csv" in plan and '"x": "lr"' in plan
+
+
+# ---- the lab's claims matrix: each claim measured for every scheme of its table ----
+def test_the_claims_matrix_measures_each_claim_for_every_scheme_and_marks_its_own():
+    from lnrepro.analyses.claims_matrix import markdown, matrix
+    from test_sweeps import lab_table
+    lab = expanded(copy.deepcopy(DEMO)).measured_claims(lab=True)
+    tables = {"lab": lab_table({"post": lambda d, w: 6.8 if d == 6 else 7.7, "pre": lambda d, w: 6.4,
+                                "deepnorm": lambda d, w: 6.5 if d == 6 else 7.2, "tfixup": lambda d, w: 6.0,
+                                "sandwich": lambda d, w: 6.6, "resi_dual": lambda d, w: 6.2}),
+              "lab_fn": lab_table({"layernorm": lambda d, w: 6.40, "rmsnorm": lambda d, w: 6.45, "dyt": lambda d, w: 6.9},
+                                  key="norm_fn")}
+    grid = matrix(lab, "results", tables).set_index(["claim", "scheme"])
+    deep = grid.loc["lab_deepnorm_trains_deep"]
+    assert deep.ours.to_dict() == {"post": 0.0, "pre": 1.0, "deepnorm": 0.0, "sandwich": 1.0, "tfixup": 1.0, "resi_dual": 1.0}
+    assert deep.own.to_dict()["deepnorm"] and deep.own.sum() == 1 and deep.loc["pre", "result"] == "PASS"
+    resi = grid.loc["lab_resi_dual_beats_preln_deep"]
+    assert resi.loc["pre", "reference"] and resi.loc["pre", "detail"] == "the claim's reference"
+    assert resi.loc["resi_dual", "ours"] == pytest.approx(-0.2) and resi.loc["tfixup", "ours"] == pytest.approx(-0.4)
+    assert resi.loc["post", "ours"] == pytest.approx(1.3) and resi.loc["post", "result"] == "FAIL"
+    fn = grid.loc["lab_fn_dyt_matches_layernorm"]
+    assert list(fn.index) == ["layernorm", "rmsnorm", "dyt"] and fn.loc["layernorm", "reference"]
+    md = markdown(matrix(lab, "results", tables))
+    assert "| claim (norm) | range | post | pre | deepnorm | tfixup | sandwich | resi_dual |" in md  # the table's order
+    assert "| lab_deepnorm_trains_deep | >= 1 | 0 ✗ | 1 ✓ | **0 ✗** | 1 ✓ | 1 ✓ | 1 ✓ |" in md
+    assert "| lab_resi_dual_beats_preln_deep | <= 0 | 1.3 ✗ | (reference) | 0.8 ✗ | -0.4 ✓ | 0.2 ✗ | **-0.2 ✓** |" in md
+    assert "| claim (norm_fn) | range | layernorm | rmsnorm | dyt |" in md

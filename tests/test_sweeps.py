@@ -140,6 +140,7 @@ def test_the_phase_diagram_plans_the_table_one_training_per_cell_and_nothing_els
     assert "rule plot_figure" not in plan and "rule check_claims" not in plan
     claims = snakemake(tmp_path, "results/lab_claims.md", "-n", "-p", "--configfile", "lab.yaml").stdout
     assert "--tables lab=results/sweeps/lab.csv" in claims and "rule check_lab_claims" in claims
+    assert "--matrix-csv results/lab_claims_matrix.csv" in claims  # the claims matrix beside the verdicts
     assert "exec lnrepro train" in claims and "rule check_claims:" not in claims  # the papers' claims table is not planned
 
 

@@ -460,6 +460,9 @@ def add_arguments(p):
     p.add_argument("--csv", required=True, help="the claims table as CSV")
     p.add_argument("--md", required=True, help="the claims table as Markdown")
     p.add_argument("--capped", action="store_true", help="the runs are capped (training_cap): say the verdicts are no results")
+    p.add_argument("--matrix-csv", default=None,
+                   help="CSV: each scheme's claim measured for every scheme of its sweep table (the lab's claims matrix); "
+                        "the Markdown gains it as a section")
     p.add_argument("--provenance-csv", default=None,
                    help="CSV: what made each input (commit, versions, settings digest) and each one not made by this commit's clean code")
 
@@ -474,7 +477,13 @@ def run(args):
     inputs = provenance.table(input_files(claims, args.runs_dir, tables_given.values()), provenance.current()["commit"])
     if args.provenance_csv:
         pd.DataFrame(inputs, columns=provenance.TABLE_COLUMNS).to_csv(args.provenance_csv, index=False)
-    md = markdown(table, args.title, args.capped) + "\n" + provenance.markdown_section(inputs, provenance.current())
+    md = markdown(table, args.title, args.capped) + "\n"
+    if args.matrix_csv:
+        from .claims_matrix import markdown as matrix_markdown, matrix  # it measures the claims again: imports this module
+        grid = matrix(claims, args.runs_dir, tables)
+        grid.to_csv(args.matrix_csv, index=False)
+        md += matrix_markdown(grid) + "\n"
+    md += provenance.markdown_section(inputs, provenance.current())
     Path(args.md).write_text(md, encoding="utf-8")
     print(md)
     return 0
