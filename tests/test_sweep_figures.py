@@ -78,7 +78,7 @@ def test_a_figure_needs_the_axis_it_reads_before_any_job():
     assert "config: sweeps.lab: its lr-sensitivity figure reads the phase diagram's cells along lr; its x axis is 'warmup'" in message
 
 
-def test_a_cell_an_earlier_sweep_trains_is_that_sweeps_run():
+def test_a_cell_a_run_or_an_earlier_sweep_trains_is_that_run():
     """The demo's lab_lr at lr 1e-3 is lab at warm-up 146; lab_fn's LayerNorm is lab's Pre-LN (norm_fn
     layernorm is the trainer's default): those cells train once."""
     p = expanded(copy.deepcopy(DEMO))
@@ -88,6 +88,11 @@ def test_a_cell_an_earlier_sweep_trains_is_that_sweeps_run():
     fn_runs = [run for run, values, _ in p.sweep_cells("lab_fn") if values["norm_fn"] == "layernorm"]
     assert fn_runs[0] == "lab_pre_6L_warmup0_s1" and all(r.startswith("lab_pre_") for r in fn_runs)
     assert len(set(p.sweep_runs("lab")) | set(p.sweep_runs("lab_fn")) | set(p.sweep_runs("lab_lr"))) == 48 + 16 + 48
+    # a run of runs: that trains as a cell is that cell's run
+    mine = with_sweep()
+    mine["runs"]["mine"] = {**LAB["template"], "norm": "post", "enc_layers": 6, "dec_layers": 6, "warmup": 146, "seed": 2}
+    cells = {run for run, _, _ in expanded(mine).sweep_cells("lab")}
+    assert "mine" in cells and "lab_post_6L_warmup146_s2" not in cells and len(cells) == 16
     # one setting apart (the seed, a warm-up) is another run
     other = with_sweep()
     other["sweeps"]["again"] = {**copy.deepcopy(LAB), "template": {**LAB["template"], "lr": 1.1e-3}}

@@ -205,5 +205,9 @@ def test_the_lab_claims_are_judged_apart_from_the_papers_on_the_lab_tables():
     assert table.loc["lab_fn_rmsnorm_comparable", ["paper_result"]].tolist() == ["PASS"]
     assert table.loc["lab_fn_rmsnorm_comparable", "ours"] == pytest.approx(0.05)
     assert table.loc["lab_fn_dyt_matches_layernorm", ["paper_result"]].tolist() == ["FAIL"]  # 0.5 bits worse
-    paper = expanded(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))  # no sweeps: not configured
-    assert all(c["paper_missing"].startswith("this config has no sweeps.") for c in paper.measured_claims(lab=True).values())
+    paper = expanded(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))  # the lab's grids at the papers' scale
+    assert not any(c["paper_missing"] for c in paper.measured_claims(lab=True).values())
+    assert paper.lab_claims_inputs(None) == ["results/sweeps/lab.csv", "results/sweeps/lab_fn.csv"]
+    without = copy.deepcopy(DEMO)
+    del without["sweeps"]
+    assert all(c["paper_missing"].startswith("this config has no sweeps.") for c in expanded(without).measured_claims(lab=True).values())

@@ -69,9 +69,13 @@ class Sweeps:
     def expand_sweeps(self):
         """Every sweep's cells added to `runs:` (after the schema checked the sweeps, before the runs'
         checks); a cell named as a run of `runs:` or of another sweep is refused, naming both. A cell that
-        trains exactly as an earlier sweep's cell (every setting, the trainer's defaults filled in: the
-        lab's warm-up 146 cells in an lr sweep at the template's lr) is not trained twice: it is that run."""
+        trains exactly as a run of `runs:` or an earlier sweep's cell (every setting, the trainer's defaults
+        filled in: the lab's warm-up 146 cells in an lr sweep at the template's lr; Table 2's runs in the
+        paper config's lab) is not trained twice: it is that run."""
         made, trained, self.shared_cells = {}, {}, {}
+        for run in self.config["runs"]:
+            if (same := self.trained_as(run)) is not None:
+                trained.setdefault(same, run)
         name = self.schema_defs()["name"]  # a run's name becomes a path and a word of a command
         for sweep, s in (self.config.get("sweeps") or {}).items():
             self.check_sweep(sweep, s)
@@ -86,7 +90,7 @@ class Sweeps:
                 made[run] = sweep
                 self.config["runs"][run] = cell_settings(s["template"], list(s["axes"]), list(values.values()), seed)
                 same = self.trained_as(run)
-                if same in trained and made[trained[same]] != sweep:
+                if same is not None and same in trained and made.get(trained[same]) != sweep:  # runs: entries have none
                     del self.config["runs"][run]
                     self.shared_cells[run] = trained[same]
                 elif same is not None:
