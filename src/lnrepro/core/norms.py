@@ -102,7 +102,8 @@ def tfixup_embedding_scale(side, enc_layers, dec_layers):
 # ---- ResiDual (Xie et al. 2023) --------------------------------------------------------------------------------
 # The un-normalized stream starts as the embedding output times enc/dec_res_input_norm_scale = 1.0
 # (resi_dual.py:107, 252, defaults 299-300@8682f75; the paper: x^d_1 = x^a_1 = x); each sublayer adds its
-# branch after dropout to it (resi_dual_layers.py:35-39, 47-51, 134-136, 162-164, 175-177@8682f75); the output
+# branch after dropout to it, times the same scale (resi_dual_layers.py:35-39, 47-51, 134-136, 162-164,
+# 175-177@8682f75: 1.0 at its default, so not a parameter here); the output
 # is x^a * enc/dec_alpha (= 1.0, resi_dual.py:296-297) + LN(x^d) (resi_dual.py:131, 283), that LN's eps 1e-7
 # (resi_dual.py:24, 157@8682f75) where the sublayers' LNs keep fairseq's 1e-5.
 RESIDUAL_FINAL_LN_EPS = 1e-7
