@@ -136,3 +136,12 @@ def test_the_claims_matrix_measures_each_claim_for_every_scheme_and_marks_its_ow
     assert "| lab_deepnorm_trains_deep | >= 1 | 0 ✗ | 1 ✓ | **0 ✗** | 1 ✓ | 1 ✓ | 1 ✓ |" in md
     assert "| lab_resi_dual_beats_preln_deep | <= 0 | 1.3 ✗ | (reference) | 0.8 ✗ | -0.4 ✓ | 0.2 ✗ | **-0.2 ✓** |" in md
     assert "| claim (norm_fn) | range | layernorm | rmsnorm | dyt |" in md
+
+
+def test_a_phase_cell_shows_the_seeds_mean_and_spread(tmp_path):
+    from lnrepro.analyses.sweep_phase import draw, phase_cells
+    table = pd.DataFrame({"run": list("abc"), "norm": ["pre"] * 3, "layers": [6, 6, 18], "warmup": [0] * 3,
+                          "seed": [1, 2, 1], "status": ["converged"] * 3, "final_valid_loss": [6.4, 6.6, 6.0]})
+    fig = draw(phase_cells(table, "norm", "layers", "warmup"), "norm", "layers", "warmup", "t", tmp_path / "p.pdf")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "6.50 ± 0.14\n0/2 failed" in texts and "6.00\n0/1 failed" in texts  # one seed: no spread to show

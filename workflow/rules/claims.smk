@@ -31,9 +31,9 @@ rule check_lab_claims:
     input:
         P.lab_claims_inputs,
     output:
-        csv="results/lab_claims.csv",
+        csv=report("results/lab_claims.csv", caption="../report/lab_claims.rst", category="Lab"),
         md="results/lab_claims.md",
-        matrix="results/lab_claims_matrix.csv",
+        matrix=report("results/lab_claims_matrix.csv", caption="../report/lab_claims_matrix.rst", category="Lab"),
         provenance="results/lab_claims_provenance.csv",
     params:
         spec=P.lab_claims_spec,

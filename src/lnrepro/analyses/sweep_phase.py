@@ -69,8 +69,9 @@ def draw(cells, facet, y, x, title, pdf, mark=None, capped=False, converged_belo
         for r in panel.itertuples():
             i, j = ys.index(getattr(r, y)), xs.index(getattr(r, x))
             grid[i, j] = r.failed_share
-            ax.text(j, i, f"{r.mean_final_valid_loss:.2f}\n{r.failed}/{r.seeds} failed", ha="center", va="center",
-                    fontsize=8)
+            spread = "" if math.isnan(r.sd_final_valid_loss) else f" ± {r.sd_final_valid_loss:.2f}"
+            ax.text(j, i, f"{r.mean_final_valid_loss:.2f}{spread}\n{r.failed}/{r.seeds} failed", ha="center",
+                    va="center", fontsize=8)
         image = ax.imshow(grid, cmap="RdYlGn_r", vmin=0, vmax=1, origin="lower", aspect="auto", alpha=0.8)
         failed, total = int(panel.failed.sum()), int(panel.seeds.sum())
         ax.set_title(f"{value_label(facet, value) if facet else ''}: {failed}/{total} runs failed".lstrip(": "), fontsize=10)
@@ -81,7 +82,7 @@ def draw(cells, facet, y, x, title, pdf, mark=None, capped=False, converged_belo
     for ax in list(axes.flat)[len(facets):]:
         ax.set_visible(False)
     fig.colorbar(image, ax=axes.ravel().tolist(), label=f"share of seeds failed:\n{failed_words(converged_below)}")
-    title += "\ncell: mean final valid loss (bits/token) over seeds, seeds failed"
+    title += "\ncell: mean ± sd of the final valid loss (bits/token) over seeds, seeds failed"
     if capped:
         title += "\nCAPPED (training_cap): a smoke test, not a result"
     save_figure(fig, title, pdf, tight=False, mark=mark)
