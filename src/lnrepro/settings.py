@@ -14,6 +14,10 @@ NORMS = ("post", "pre", "admin", "fixup")  # the papers' (NORM_PAIRS: their hybr
 # further placements the model builds (issue 45; lnrepro.core.norms): DeepNorm, Sandwich-/Peri-LN, T-Fixup,
 # ResiDual. A run's norm, enc_norm and dec_norm take MODEL_NORMS (the config schema's enums)
 VARIANT_NORMS = ("deepnorm", "sandwich", "tfixup", "resi_dual")
+# Liu et al. Fig 2's schemes (lnrepro output-change's default; the lab's figure adds VARIANT_NORMS to them)
+OUTPUT_CHANGE_NORMS = ("post", "pre", "admin")
+# a sweep axis with a safe side: a threshold figure's edge lies on the other (lnrepro sweep-thresholds)
+SAFER_SIDE = {"warmup": "larger", "lr": "smaller"}
 MODEL_NORMS = NORMS + VARIANT_NORMS
 NORM_FREE_NORMS = ("fixup", "tfixup")  # no normalization layer at all
 # the normalization function of every norm layer, whatever the placement (ModelConfig.norm_fn)

@@ -26,6 +26,7 @@ import torch  # noqa: E402
 from ..core.batching import collate  # noqa: E402
 from ..core.data import PAD  # noqa: E402
 from ..core.model import MODEL_NORMS, ModelConfig, label_smoothed_loss  # noqa: E402
+from ..settings import OUTPUT_CHANGE_NORMS  # noqa: E402
 from ..args import add_scale_note_argument  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 from .probing import add_init_probe_arguments, init_model, load_init_probe, pick_batches  # noqa: E402
@@ -129,6 +130,14 @@ def fit_lines(fits, norm, kind):
     return [(growth, style, label, rows.loc[growth]) for growth, style, label in lines]
 
 
+def label_panel(ax, kind):
+    """A panel's title (its perturbation), axis labels and legend: Fig 2's and the lab's alike."""
+    ax.set_title({"random": "W* = W - delta sign(N(0,1))", "adam": "W* = one Adam update"}[kind], fontsize=10)
+    ax.set_xlabel("layers N (N-N model)")
+    ax.set_ylabel("|F(x,W) - F(x,W*)|^2 (mean)")
+    ax.legend(fontsize=7)
+
+
 def draw(table, fits, title, pdf, mark=None):
     """One panel per perturbation kind: each norm's means, its better fit and, where that is not the
     paper's expectation, the expected one too."""
@@ -141,11 +150,8 @@ def draw(table, fits, title, pdf, mark=None):
             for growth, style, label, f in fit_lines(fits, norm, kind):
                 x = n if growth == "linear" else np.log(n)
                 ax.plot(n, f.slope * x + f.intercept, style, color=points.get_color(), lw=1, label=label)
-        ax.set_title({"random": "W* = W - delta sign(N(0,1))", "adam": "W* = one Adam update"}[kind], fontsize=10)
-        ax.set_xlabel("layers N (N-N model)")
-        ax.set_ylabel("|F(x,W) - F(x,W*)|^2 (mean)")
+        label_panel(ax, kind)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     save_figure(fig, title, pdf, mark=mark)
     return fig
 
@@ -165,11 +171,8 @@ def draw_exponents(table, fits, title, pdf, mark=None):
                 ax.plot(n, np.exp(power.intercept.iloc[0]) * n ** power.slope.iloc[0], "-", color=points.get_color(), lw=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title({"random": "W* = W - delta sign(N(0,1))", "adam": "W* = one Adam update"}[kind], fontsize=10)
-        ax.set_xlabel("layers N (N-N model)")
-        ax.set_ylabel("|F(x,W) - F(x,W*)|^2 (mean)")
+        label_panel(ax, kind)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
     save_figure(fig, title + "\nlines: least squares of ln change on ln N (change ~ c N^k, k in the legend)", pdf, mark=mark)
     return fig
 
@@ -180,7 +183,7 @@ DRAWINGS = {"paper": draw, "power": draw_exponents}
 def add_arguments(p):
     add_init_probe_arguments(p)
     p.add_argument("--depths", type=int, nargs="+", required=True, help="N of the N-N models measured")
-    p.add_argument("--norms", nargs="+", default=["post", "pre", "admin"], choices=MODEL_NORMS,
+    p.add_argument("--norms", nargs="+", default=list(OUTPUT_CHANGE_NORMS), choices=MODEL_NORMS,
                    help="residual sublayers measured (both sides)")
     p.add_argument("--delta", type=float, default=1e-4, help="perturbation size and the Adam step's lr")
     p.add_argument("--fit", choices=sorted(DRAWINGS), default="paper",

@@ -14,14 +14,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..settings import SAFER_SIDE  # noqa: E402
 from .plotting import legend, save_figure  # noqa: E402
 from .sweep_phase import AXIS_LABELS, add_cell_figure_arguments, run_cell_figure, value_label  # noqa: E402
 
-# the direction in which an axis makes training safer: the threshold is the edge on the other side
-SAFER = {"warmup": "larger", "lr": "smaller"}
 THRESHOLD_WORDS = {"warmup": "minimum warm-up that trains", "lr": "critical learning rate (the largest that trains)"}
 AXIS_WORDS = {"warmup": "minimum warm-up\nthat trains (updates)", "lr": "critical lr\n(the largest that trains)"}
 COLUMNS = ["threshold", "bound", "contiguous", "trained", "failed_values", "cells"]
+
+
+def grid_text(values):
+    """Grid values as text that reads back exactly (str of a float round-trips; the figure parses it)."""
+    return " ".join(str(v) for v in values)
 
 
 def threshold_rows(cells, facet, y, x):
@@ -29,7 +33,7 @@ def threshold_rows(cells, facet, y, x):
 
     bound: 'edge' where a grid value beyond the threshold failed; 'grid end' where every value on the
     risky side trained (the true edge lies beyond the grid); 'none trains' where no cell trained."""
-    larger_is_safer = SAFER[x] == "larger"
+    larger_is_safer = SAFER_SIDE[x] == "larger"
     rows = []
     keys = [k for k in (facet, y) if k]
     for values, group in cells.groupby(keys, sort=False):
@@ -47,7 +51,7 @@ def threshold_rows(cells, facet, y, x):
             safe_side = [v for v in grid if (v >= threshold if larger_is_safer else v <= threshold)]
             contiguous = set(safe_side) <= set(trained)
         rows.append({**dict(zip(keys, values)), "threshold": threshold, "bound": bound, "contiguous": contiguous,
-                     "trained": " ".join(f"{v:g}" for v in trained), "failed_values": " ".join(f"{v:g}" for v in failed),
+                     "trained": grid_text(trained), "failed_values": grid_text(failed),
                      "cells": len(group)})
     return pd.DataFrame(rows, columns=keys + COLUMNS)
 
@@ -56,7 +60,7 @@ def draw(rows, facet, y, x, title, pdf, mark=None):
     """Depth on the horizontal axis, the grid's x values as rows plus 'none trains' beyond the risky end,
     a line per scheme (a little apart, so that equal thresholds stay visible)."""
     grid = sorted({float(v) for cell in rows.trained.tolist() + rows.failed_values.tolist() for v in cell.split()})
-    larger_is_safer = SAFER[x] == "larger"
+    larger_is_safer = SAFER_SIDE[x] == "larger"
     # 'none trains' sits past the grid's safest value (a longer warm-up, a smaller lr would be needed)
     none_level = len(grid) if larger_is_safer else -1
     depths = sorted(rows[y].unique())
@@ -95,4 +99,4 @@ def add_arguments(p):
 
 
 def run(args):
-    return run_cell_figure(args, "sweep-thresholds", tuple(SAFER), ["failed"], threshold_rows, draw)
+    return run_cell_figure(args, "sweep-thresholds", tuple(SAFER_SIDE), ["failed"], threshold_rows, draw)

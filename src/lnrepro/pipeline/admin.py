@@ -2,7 +2,8 @@
 import shlex
 
 from lnrepro.pipeline.spec_argument import spec_argument
-from lnrepro.settings import ADMIN_PROBE_KEYS, DEPENDENCY_KEYS, RUN_VALUE_DEFAULTS, UPDATE_NORM_KEYS, cli_flags, picked_flags
+from lnrepro.settings import (ADMIN_PROBE_KEYS, DEPENDENCY_KEYS, OUTPUT_CHANGE_NORMS, RUN_VALUE_DEFAULTS, UPDATE_NORM_KEYS,
+                              cli_flags, picked_flags)
 
 
 class Admin:
@@ -170,7 +171,7 @@ class Admin:
         if not section.get("lab_norms"):
             self.config_error("results/figures/lab_output_change.pdf needs admin.output_change.lab_norms (the schemes it adds)")
         title = f"The lab: output change vs depth at initialization, every scheme ({section['title']})"
-        norms = ["post", "pre", "admin", *section["lab_norms"]]
+        norms = [*OUTPUT_CHANGE_NORMS, *section["lab_norms"]]
         return f"{self.output_change_flags(wildcards, title)} --norms {' '.join(norms)} --fit power"
 
     # ---- tables and the lr grid: the runs' metrics and (averaged) BLEU ----

@@ -6,7 +6,7 @@ import re
 from lnrepro.analyses.plan import (Throughput, bert_vocab, checkpoint_bytes, corpus_vocab, decode_job, finetune_job, gb,
                                    pretrain_job, train_job, translation_params)
 from lnrepro.pipeline.spec_argument import spec_argument
-from lnrepro.settings import PLAN_KEYS, TRAIN_DEFAULTS
+from lnrepro.settings import OUTPUT_CHANGE_NORMS, PLAN_KEYS, TRAIN_DEFAULTS
 
 
 class Plan:
@@ -120,10 +120,10 @@ class Plan:
                          "fwd_bwd": seeds, "forward": seeds * (4 + (norm == "admin"))}
                         for norm in norms for n in (int(d) for d in sec["depths"])]
             probes.append({"rule": "output_change", "job": "liu_fig2", "group": "liu_fig2",
-                           "models": measured(("post", "pre", "admin"))})
+                           "models": measured(OUTPUT_CHANGE_NORMS)})
             if sec.get("lab_norms"):  # the lab's figure (not in rule all): the same three and its schemes
                 probes.append({"rule": "lab_output_change", "job": "lab_output_change", "group": "lab_output_change",
-                               "models": measured(("post", "pre", "admin", *sec["lab_norms"]))})
+                               "models": measured((*OUTPUT_CHANGE_NORMS, *sec["lab_norms"]))})
         for fig, spec in a.get("layer_dependency", {}).items():  # a forward at init (Admin: + its profile) and at the last epoch
             models = [{"settings": self.probe_model(run), "forward": 2 + ("admin" in self.run_norms(run)), "checkpoints": 1}
                       for run in spec["runs"]]

@@ -21,10 +21,9 @@ import shlex
 import jsonschema
 
 from lnrepro.pipeline.spec_argument import spec_argument
-from lnrepro.settings import TRAIN_DEFAULTS, lr_text, merged_run_settings
+from lnrepro.settings import SAFER_SIDE, TRAIN_DEFAULTS, lr_text, merged_run_settings
 
 LAYERS_AXIS = "layers"  # sets enc_layers and dec_layers together: the depth of Liu et al.'s grids
-THRESHOLD_AXES = ("warmup", "lr")  # the axes with a safe side (lnrepro.analyses.sweep_thresholds.SAFER)
 MAX_SWEEP_RUNS = 5000  # config text is untrusted: a sweep of 100^4 cells is refused before it is expanded
 
 
@@ -184,7 +183,7 @@ class Sweeps:
         return spec_argument({"title": self.sweep_title(sweep), "facet": facet, "y": y, "x": x})
 
     def sweep_thresholds_spec(self, wildcards):
-        return self.sweep_cells_figure_spec(wildcards.sweep, THRESHOLD_AXES, "its thresholds figure")
+        return self.sweep_cells_figure_spec(wildcards.sweep, tuple(SAFER_SIDE), "its thresholds figure")
 
     def sweep_lr_sensitivity_spec(self, wildcards):
         return self.sweep_cells_figure_spec(wildcards.sweep, ("lr",), "its lr-sensitivity figure")
