@@ -49,7 +49,7 @@ def test_train_help_shows_choices_and_defaults(capsys):
     assert "--schedule {inverse_sqrt,step,step_inverse_sqrt,linear,constant}" in out
     assert "(default: 4000)" in out  # --warmup
     assert "(default: inverse_sqrt)" in out
-    assert "--data DATA binarized data dir (dict.txt, train.pt, valid.pt) --out" in out  # required: no default shown
+    assert "--data DATA binarized data dir (its dictionaries, train.pt, valid.pt) --out" in out  # required: no default shown
     assert "(default: None)" not in out and "(default: )" not in out  # --admin-omega's "" says nothing
 
 

@@ -41,6 +41,13 @@ def test_parameter_count_is_the_models(norms, share, fn):
     assert plan.translation_params(settings, VOCAB) == real_params(model)
 
 
+def test_parameter_count_with_a_dictionary_per_side_is_the_models():
+    model = Transformer(ModelConfig(vocab_size=VOCAB, tgt_vocab_size=900, **DEMO))
+    assert plan.translation_params(DEMO, VOCAB, 900) == real_params(model)
+    with pytest.raises(ValueError, match="share_all_embeddings needs one joined dictionary"):
+        ModelConfig(vocab_size=VOCAB, tgt_vocab_size=900, **{**DEMO, "share_all_embeddings": True})
+
+
 def test_norm_sets_both_sides():
     pre = Transformer(ModelConfig(vocab_size=VOCAB, **DEMO, enc_norm="pre", dec_norm="pre"))
     assert plan.translation_params({**DEMO, "norm": "pre"}, VOCAB) == real_params(pre)

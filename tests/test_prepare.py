@@ -185,6 +185,39 @@ def test_binarize_joint_dictionary_and_splits(tmp_path, capsys):
     assert no_tmp_files(tmp_path / "bin")
 
 
+def test_binarize_separate_dictionaries_counts_and_encodes_each_side_alone(tmp_path, capsys):
+    """fairseq-preprocess without --joined-dictionary (fairseq's IWSLT14 example, Xiong et al.'s IWSLT runs)."""
+    write(tmp_path / "train.de", ["a b c", "a b"])
+    write(tmp_path / "train.en", ["x a", "x"])
+    write(tmp_path / "test.de", ["a x"])
+    write(tmp_path / "test.en", ["c x"])
+    main(["binarize", "--src-lang", "de", "--tgt-lang", "en", "--separate-dictionaries",
+          "--train-prefix", str(tmp_path / "train"), "--splits", "train", "test",
+          "--prefixes", str(tmp_path / "train"), str(tmp_path / "test"), "--out-dir", str(tmp_path / "bin")])
+    assert read(tmp_path / "bin" / "dict.src.txt") == ["a 2", "b 2", "c 1"]
+    assert read(tmp_path / "bin" / "dict.tgt.txt") == ["x 2", "a 1"]
+    assert not (tmp_path / "bin" / "dict.txt").exists()
+    src, tgt = data.load_dictionaries(tmp_path / "bin")
+    assert data.vocab_sizes(tmp_path / "bin") == (7, 6) and src is not tgt
+    train = data.ParallelData.load(tmp_path / "bin" / "train.pt")
+    assert train.source(0).tolist() == [4, 5, 6, 2] and train.target(0).tolist() == [4, 5, 2]
+    test = data.ParallelData.load(tmp_path / "bin" / "test.pt")  # each side's words only in its own dictionary
+    assert test.source(0).tolist() == [4, data.UNK, 2] and test.target(0).tolist() == [data.UNK, 4, 2]
+    assert "dictionary of 7 types" in capsys.readouterr().err
+    # a joined dictionary beside them: which one made the splits is unknown
+    (tmp_path / "bin" / "dict.txt").write_text("a 1\n")
+    with pytest.raises(ValueError, match="both a joined dict.txt and per-side dictionaries"):
+        data.load_dictionaries(tmp_path / "bin")
+
+
+def test_a_joined_dictionary_is_one_object_for_both_sides(tmp_path):
+    write(tmp_path / "train.de", ["a b"])
+    write(tmp_path / "train.en", ["x"])
+    binarize("de", "en", tmp_path / "train", ["train"], [tmp_path / "train"], tmp_path / "bin")
+    src, tgt = data.load_dictionaries(tmp_path / "bin")
+    assert src is tgt and data.vocab_sizes(tmp_path / "bin") == (7, 0)
+
+
 def test_binarize_rejects_mismatched_split(tmp_path):
     write(tmp_path / "train.de", ["a", "b"])
     write(tmp_path / "train.en", ["a"])

@@ -12,7 +12,9 @@ import torch
 from conftest import reversal_pairs
 
 from lnrepro.core.admin import METHOD
-from lnrepro.core.data import Dictionary, save_split
+from lnrepro.core.data import Dictionary, ParallelData, load_dictionaries, save_split
+from lnrepro.prepare.binarize import binarize
+from lnrepro.training.evaluate import decode
 from lnrepro.core.translation import TrainConfig, load_model, train
 
 TINY = dict(enc_layers=2, dec_layers=2, d_model=32, ffn_dim=64, heads=4, dropout=0.1, max_tokens=200,
@@ -31,6 +33,33 @@ def test_training_lowers_the_loss_and_writes_every_epoch(toy_data, tmp_path):
     assert (m.grad_norm > 0).all() and (m.tokens_per_s > 0).all()
     for ckpt in m.checkpoint:  # weights-only loadable
         assert load_model(tmp_path / ckpt).cfg.enc_norm == "pre"
+
+
+@pytest.mark.medium
+def test_a_run_on_separate_dictionaries_sizes_each_side_and_decodes_target_words(tmp_path):
+    """One dictionary per side (Xiong et al.'s IWSLT runs): the target's 20 words, not the source's 30,
+    size the decoder's embedding and output, the model learns, and decoding spells target words."""
+    text = tmp_path / "text"
+    text.mkdir()
+    for split, n, seed in (("train", 600, 1), ("valid", 40, 2), ("test", 40, 3)):
+        pairs = reversal_pairs(n, seed)
+        (text / f"{split}.src").write_text("\n".join(a for a, _ in pairs) + "\n")
+        (text / f"{split}.tgt").write_text(  # w0..w29 -> T0..T19: a function of the source, its own symbols
+            "\n".join(" ".join(f"T{int(w[1:]) % 20}" for w in b.split()) for _, b in pairs) + "\n")
+    splits = ["train", "valid", "test"]
+    binarize("src", "tgt", text / "train", splits, [text / s for s in splits], tmp_path / "bin", separate=True)
+    src, tgt = load_dictionaries(tmp_path / "bin")
+    assert (len(src), len(tgt)) == (34, 24)
+    cfg = TrainConfig(**TINY, enc_norm="pre", dec_norm="pre", lr=2e-3, schedule="constant", warmup=0, epochs=4)
+    train(cfg, tmp_path / "bin", tmp_path / "run")
+    m = pd.read_csv(tmp_path / "run" / "metrics.csv")
+    assert m.diverged.sum() == 0 and m.valid_loss.iloc[-1] < m.valid_loss.iloc[0] - 0.5
+    model = load_model(tmp_path / "run" / m.checkpoint.iloc[-1])
+    assert model.encoder.embed.tokens.num_embeddings == 34 and model.decoder.embed.tokens.num_embeddings == 24
+    hyps = decode(model, ParallelData.load(tmp_path / "bin" / "test.pt"), tgt, beam=2, lenpen=1.0, max_len_a=1.2,
+                  max_len_b=5, batch_sentences=40, device="cpu")
+    words = {w for h in hyps for w in h.split()}
+    assert words and all(w.startswith("T") for w in words), words
 
 
 def cli(out, data, epochs=6):

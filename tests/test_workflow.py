@@ -132,6 +132,11 @@ def with_seed_row(edit):
      "bert.runs.bert_preln.short_max_tokens: 16 is below 32"),
     (lambda c: c["bert"]["runs"]["bert_preln"].update(lr=float("inf")), "bert.runs.bert_preln.lr: inf is not a finite number"),
     (lambda c: c["bert"]["finetune"].update(lr=[float("nan")]), "bert.finetune.lr[0]: nan is not a finite number"),
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(share_all_embeddings=True),
+     "runs.adam_5e-4_nowarm: share_all_embeddings needs joined_dictionary true"),
+    (lambda c: c["runs"]["liu_wmt_pre_6L"].update(joined_dictionary=False),
+     "admin.layer_dependency.fig7.runs: the runs of one figure must share a corpus and its dictionaries"),
+    (lambda c: c["runs"]["adam_5e-4_nowarm"].update(joined_dictionary="no"), "runs.adam_5e-4_nowarm.joined_dictionary"),
 ])
 def test_config_error_names_the_key_before_any_job(edit, expected):
     cfg = demo_config()

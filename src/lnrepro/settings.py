@@ -118,7 +118,13 @@ LAUNCH_DEFAULTS = {"nodes": 1, "gpus": 1}  # one process (lnrepro.core.loop's --
 # so a config that leaves them out (or false) trains with the commands it had before they were keys
 LOG_KEYS = ("tensorboard",)
 # resolved by the workflow (or by evaluation), not passed to the trainer
-RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens", "decode")
+RUN_ONLY_KEYS = ("corpus", "model", "norm", "description", "update_tokens", "decode", "joined_dictionary")
+# a translation run's dictionaries (lnrepro.core.data, lnrepro.prepare.binarize): one joined (dict.txt,
+# fairseq-preprocess --joined-dictionary) where a run sets no joined_dictionary, as every run trained
+# before the key existed; false: one per side (Xiong et al.'s IWSLT runs, fairseq's IWSLT14 example)
+JOINED_DICTIONARY_DEFAULT = True
+JOINED_DICT = "dict.txt"
+SEPARATE_DICTS = ("dict.src.txt", "dict.tgt.txt")
 BERT_RUN_ONLY_KEYS = ("corpus", "model", "description")
 # a probe at initialization (probe-gradients) takes the probed run's width and batches
 PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dropout", "share_all_embeddings",

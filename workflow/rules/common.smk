@@ -7,6 +7,7 @@ import sys
 
 from lnrepro.pipeline import Pipeline
 from lnrepro.settings import ADMIN_PROFILE_METHOD  # a param of the jobs that profile Admin models
+from lnrepro.settings import SEPARATE_DICTS  # the per-side dictionaries' file names (data.smk's binarize_separate)
 
 # Rules call `lnrepro`, installed beside the Python running Snakemake (.venv/bin): keep it on PATH
 # even when the environment was not activated.

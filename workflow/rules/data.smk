@@ -318,6 +318,8 @@ rule check_counts:
         "lnrepro check-counts {params.flags} --out {output:q} --log {log:q}"
 
 
+# One joined dictionary (bin/dict.txt: fairseq-preprocess --joined-dictionary) or one per side
+# (bin_separate/dict.{src,tgt}.txt), as a run's joined_dictionary asks; the same BPE'd text either way.
 rule binarize:
     input:
         P.binarize_inputs,
@@ -326,6 +328,8 @@ rule binarize:
         data=expand("results/data/{{corpus}}/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),
     params:
         prefix=P.bpe_prefix,
+        bin="bin",
+        dictionaries=P.joined_dictionary_flags,
     resources:
         mem_mb=P.mem_mb("data"),
         runtime=P.runtime("data"),
@@ -336,4 +340,16 @@ rule binarize:
     shell:
         "lnrepro binarize --src-lang src --tgt-lang tgt --train-prefix {params.prefix:q}/train"
         " --splits train valid test --prefixes {params.prefix:q}/train {params.prefix:q}/valid {params.prefix:q}/test"
-        " --out-dir {params.prefix:q}/bin --dict-out {output.dict:q} > {log:q} 2>&1"
+        " --out-dir {params.prefix:q}/{params.bin} {params.dictionaries} > {log:q} 2>&1"
+
+
+use rule binarize as binarize_separate with:
+    output:
+        dicts=expand("results/data/{{corpus}}/bpe{{merges}}/bin_separate/{name}", name=SEPARATE_DICTS),
+        data=expand("results/data/{{corpus}}/bpe{{merges}}/bin_separate/{split}.pt", split=["train", "valid", "test"]),
+    params:
+        prefix=P.bpe_prefix,
+        bin="bin_separate",
+        dictionaries="--separate-dictionaries",
+    log:
+        "logs/data/{corpus}/bpe{merges}.binarize_separate.log",

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from ..core.data import PAD, Dictionary, ParallelData  # noqa: E402
+from ..core.data import PAD, ParallelData, vocab_sizes  # noqa: E402
 from ..core.model import ModelConfig, Transformer  # noqa: E402
 from ..core.translation import load_model  # noqa: E402
 from ..settings import TRAIN_DEFAULTS  # noqa: E402
@@ -103,20 +103,21 @@ def last_checkpoint(metrics_csv):
     return checkpoints[-1][1]
 
 
-def run_models(run, settings, runs_dir, vocab_size, batch):
-    """(state, model) at initialization (the run's seed; Admin profiled on the batch) and trained."""
+def run_models(run, settings, runs_dir, vocabs, batch):
+    """(state, model) at initialization (the run's seed; Admin profiled on the batch) and trained.
+    vocabs: the model's (vocab_size, tgt_vocab_size), lnrepro.core.data.vocab_sizes."""
     names = {f.name for f in fields(ModelConfig)}
-    cfg = ModelConfig(vocab_size=vocab_size, **{k: v for k, v in settings.items() if k in names})
+    cfg = ModelConfig(vocab_size=vocabs[0], tgt_vocab_size=vocabs[1], **{k: v for k, v in settings.items() if k in names})
     yield "init", init_model(cfg, settings.get("seed", TRAIN_DEFAULTS["seed"]), batch)
     yield "trained", load_model(last_checkpoint(Path(runs_dir) / "train" / run / "metrics.csv"))
 
 
-def measure(spec, runs_dir, data, vocab_size):
+def measure(spec, runs_dir, data, vocabs):
     rows = []
     for run, settings in spec["runs"].items():
         s = {**TRAIN_DEFAULTS, **settings}
         batch = probe_batches(data, s["max_tokens"], 1, s["seed"])[0]
-        for state, model in run_models(run, settings, runs_dir, vocab_size, batch):
+        for state, model in run_models(run, settings, runs_dir, vocabs, batch):
             for side, (beta, var_x) in layer_dependency(model, *batch[:2]).items():
                 for i in range(beta.shape[0]):
                     for j in range(i + 2):
@@ -168,8 +169,7 @@ def run(args):
     use_threads(args.threads)
     spec = json.loads(args.spec)
     data_dir = Path(args.data)
-    vocab = Dictionary.load(data_dir / "dict.txt")
-    table = measure(spec, args.runs_dir, ParallelData.load(data_dir / "train.pt"), len(vocab))
+    table = measure(spec, args.runs_dir, ParallelData.load(data_dir / "train.pt"), vocab_sizes(data_dir))
     write_probe(table, spec["title"], args, draw)
     if args.summary:
         summary(table).to_csv(args.summary, index=False)

@@ -124,17 +124,18 @@ def sublayer_params(d, norm, norm_fn="layernorm"):
     return layers * norm_params(d, norm_fn) + (d if norm == "admin" else 0)
 
 
-def translation_params(settings, vocab):
+def translation_params(settings, vocab, tgt_vocab=0):
     """lnrepro.core.model.Transformer's parameter count: the decoder's embedding is also the output
     projection; share_all_embeddings makes it the encoder's too; Pre-LN, Sandwich-LN and ResiDual add a
-    final normalization layer (lnrepro.core.model.final_norm)."""
+    final normalization layer (lnrepro.core.model.final_norm). tgt_vocab: the target dictionary's where
+    the sides have their own (0: vocab is the joined one's)."""
     s = {**TRAIN_DEFAULTS, **settings}
     d, f, fn = s["d_model"], s["ffn_dim"], s["norm_fn"]
     enc, dec = (settings.get(side, settings.get("norm", TRAIN_DEFAULTS[side])) for side in ("enc_norm", "dec_norm"))
     enc_layer = attention_params(d, enc == "fixup") + ffn_params(d, f, enc == "fixup") + 2 * sublayer_params(d, enc, fn)
     dec_layer = (2 * attention_params(d, dec == "fixup") + ffn_params(d, f, dec == "fixup")
                  + 3 * sublayer_params(d, dec, fn))
-    embeddings = vocab * d * (1 if s["share_all_embeddings"] else 2)
+    embeddings = vocab * d if s["share_all_embeddings"] else (vocab + (tgt_vocab or vocab)) * d
     finals = norm_params(d, fn) * sum(norm in ("pre", "sandwich", "resi_dual") for norm in (enc, dec))
     return s["enc_layers"] * enc_layer + s["dec_layers"] * dec_layer + embeddings + finals
 

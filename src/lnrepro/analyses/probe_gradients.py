@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from ..core.batching import collate, make_batches
-from ..core.data import PAD, Dictionary, ParallelData
+from ..core.data import PAD, ParallelData, vocab_sizes
 from ..core.loop import pick_device
 from ..core.model import ModelConfig, Transformer, label_smoothed_loss
 from ..core.translation import load_model
@@ -106,7 +106,7 @@ def write_csv(rows, columns, path):
 
 
 def add_arguments(p):
-    p.add_argument("--data", required=True, help="binarized data dir (dict.txt, train.pt)")
+    p.add_argument("--data", required=True, help="binarized data dir (its dictionaries, train.pt)")
     p.add_argument("--norm", choices=["post", "pre"], default="post", help="at init: the norm placement")
     p.add_argument("--layers", type=int, default=6, help="at init: N for an N-N model")
     p.add_argument("--checkpoint-metrics", default=None,
@@ -128,7 +128,7 @@ def run(args):
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     data_dir = Path(args.data)
-    vocab = Dictionary.load(data_dir / "dict.txt")
+    vocab_size, tgt_vocab_size = vocab_sizes(data_dir)
     train = ParallelData.load(data_dir / "train.pt")
     all_batches = make_batches(train, args.max_tokens, seed=1)
     checkpoint, state = None, "init"
@@ -140,7 +140,7 @@ def run(args):
     for seed in range(1, args.seeds + 1):
         torch.manual_seed(seed)  # the trainer's init for this seed
         if checkpoint is None:
-            cfg = ModelConfig(vocab_size=len(vocab), d_model=args.d_model, ffn_dim=args.ffn_dim, heads=args.heads,
+            cfg = ModelConfig(vocab_size=vocab_size, tgt_vocab_size=tgt_vocab_size, d_model=args.d_model, ffn_dim=args.ffn_dim, heads=args.heads,
                               enc_layers=args.layers, dec_layers=args.layers, dropout=args.dropout,
                               attn_dropout=args.attn_dropout, act_dropout=args.act_dropout, enc_norm=args.norm,
                               dec_norm=args.norm, share_all_embeddings=args.share_all_embeddings)

@@ -20,7 +20,7 @@ import torch
 from ..args import add_scale_note_argument, json_object, str2bool
 from ..core.admin import profile, set_omegas
 from ..core.batching import collate, make_batches
-from ..core.data import PAD, Dictionary, ParallelData
+from ..core.data import PAD, ParallelData, vocab_sizes
 from ..core.model import Transformer, label_smoothed_loss
 from ..settings import TRAIN_DEFAULTS
 
@@ -143,7 +143,7 @@ TRANSFORMER_BASE = dict(d_model=512, ffn_dim=2048, heads=8, dropout=0.1, attn_dr
 
 def add_init_probe_arguments(p):
     """Data, width (defaults: transformer base) and batches of an init-time probe; depth is its own."""
-    p.add_argument("--data", required=True, help="binarized data dir (dict.txt, train.pt)")
+    p.add_argument("--data", required=True, help="binarized data dir (its dictionaries, train.pt)")
     add_model_arguments(p, TRANSFORMER_BASE, seeds=3, seeds_help="seeds 1..N: initialization and the batch drawn")
 
 
@@ -156,17 +156,17 @@ def load_init_probe(args):
     """(ModelConfig keywords without depth and norms, training data, its batches)."""
     use_threads(args.threads)
     data_dir = Path(args.data)
-    vocab = Dictionary.load(data_dir / "dict.txt")
     data = ParallelData.load(data_dir / "train.pt")
     kwargs = {name: getattr(args, name) for name, _ in MODEL_WIDTH}
-    kwargs.update(vocab_size=len(vocab), share_all_embeddings=args.share_all_embeddings)
+    vocab_size, tgt_vocab_size = vocab_sizes(data_dir)
+    kwargs.update(vocab_size=vocab_size, tgt_vocab_size=tgt_vocab_size, share_all_embeddings=args.share_all_embeddings)
     return kwargs, data, make_batches(data, args.max_tokens, seed=1)
 
 
 # the probes of trained runs (Figs 3, 7, 8, 11): a JSON spec of the runs, their checkpoints and corpus
 def add_trained_probe_arguments(p, spec_help, csv_help):
     p.add_argument("--spec", required=True, type=json_object(), help=spec_help)
-    p.add_argument("--data", required=True, help="binarized data dir of the runs' corpus (dict.txt, train.pt)")
+    p.add_argument("--data", required=True, help="binarized data dir of the runs' corpus (its dictionaries, train.pt)")
     p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and its checkpoints")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
     p.add_argument("--pdf", required=True, help="the heatmaps")

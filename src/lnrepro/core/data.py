@@ -1,14 +1,19 @@
 """Dictionary and binarized parallel data, in fairseq's conventions.
 
 A dictionary file has one ``token count`` line per symbol, most frequent first; the four
-special symbols are implicit and come first: <s>=0, <pad>=1, </s>=2, <unk>=3.
+special symbols are implicit and come first: <s>=0, <pad>=1, </s>=2, <unk>=3. A binarized
+translation dir holds one joined dictionary, dict.txt (fairseq-preprocess --joined-dictionary), or
+one per side, dict.src.txt and dict.tgt.txt (fairseq-preprocess without it).
 A binarized split is a ``.pt`` file holding flat int32 token tensors plus int64 offsets,
 loadable with ``torch.load(..., weights_only=True)``; every sentence ends with </s>.
 """
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+
+from ..settings import JOINED_DICT, SEPARATE_DICTS
 
 BOS, PAD, EOS, UNK = 0, 1, 2, 3
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
@@ -63,6 +68,30 @@ class Dictionary:
         if bpe_symbol:
             text = (text + " ").replace(bpe_symbol, "").rstrip()
         return text
+
+
+def dictionary_files(data_dir):
+    """A binarized translation dir's dictionaries: [dict.txt] where joined, else [source's, target's]."""
+    data_dir = Path(data_dir)
+    joined, separate = data_dir / JOINED_DICT, [data_dir / name for name in SEPARATE_DICTS]
+    has_joined, has_separate = joined.exists(), [p.exists() for p in separate]
+    if has_joined and any(has_separate):
+        raise ValueError(f"{data_dir}: both a joined {JOINED_DICT} and per-side dictionaries: which one made "
+                         "its .pt files is unknown (binarize it again into an empty dir)")
+    return separate if any(has_separate) else [joined]  # a missing one: its loader names it
+
+
+def load_dictionaries(data_dir):
+    """(source, target) dictionaries of a binarized translation dir: one object twice where joined."""
+    vocabs = [Dictionary.load(path) for path in dictionary_files(data_dir)]
+    return vocabs[0], vocabs[-1]
+
+
+def vocab_sizes(data_dir):
+    """A model's (vocab_size, tgt_vocab_size) on a binarized dir (lnrepro.core.model.ModelConfig): the joined
+    dictionary's and 0, or the source's and the target's."""
+    src, tgt = load_dictionaries(data_dir)
+    return len(src), (len(tgt) if tgt is not src else 0)
 
 
 def token_ids(vocab, line):

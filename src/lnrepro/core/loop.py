@@ -48,6 +48,7 @@ from .divergence import DivergenceCheck
 from .fairseq_optim import ClinicRAdam, FairseqAdam
 from .precision import FP16_SETTINGS, PRECISIONS, MinimumLossScaleReached, Precision
 from .run_lock import lock_run_folder, temporary_path
+from .data import dictionary_files
 from .schedule import SCHEDULES, Schedule
 
 OPTIMIZERS = ("adam", "sgd", "radam")
@@ -462,8 +463,9 @@ def metric_columns(valid_columns):
 
 
 def data_files(data_dir):
-    """The files of a binarized data dir that a task trains and validates on."""
-    return [data_dir / name for name in ("dict.txt", "train.pt", "valid.pt")]
+    """The files of a binarized data dir that a task trains and validates on: its dictionaries (one joined
+    or one per side: lnrepro.core.data), train.pt, valid.pt."""
+    return [*dictionary_files(data_dir), data_dir / "train.pt", data_dir / "valid.pt"]
 
 
 def file_digests(paths):

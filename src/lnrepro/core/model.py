@@ -22,7 +22,7 @@ from .norms import (RESIDUAL_FINAL_LN_EPS, TFIXUP_V_GAIN, deepnorm_constants, ma
 
 @dataclass(frozen=True)
 class ModelConfig:
-    vocab_size: int
+    vocab_size: int  # the source side's (or the joined dictionary's)
     d_model: int = TRAIN_DEFAULTS["d_model"]
     ffn_dim: int = TRAIN_DEFAULTS["ffn_dim"]
     heads: int = TRAIN_DEFAULTS["heads"]
@@ -41,8 +41,17 @@ class ModelConfig:
     init: str = TRAIN_DEFAULTS["init"]  # standard | looklinear (FixUp is a norm: it also removes the LayerNorms)
     # every normalization layer's function, whatever the placement (settings.NORM_FNS; lnrepro.core.norms)
     norm_fn: str = TRAIN_DEFAULTS["norm_fn"]
+    # the target side's where the dictionaries are separate (lnrepro.core.data); 0: vocab_size's, joined
+    tgt_vocab_size: int = 0
+
+    @property
+    def target_vocab_size(self):
+        return self.tgt_vocab_size or self.vocab_size
 
     def __post_init__(self):
+        if self.share_all_embeddings and self.tgt_vocab_size:
+            raise ValueError("share_all_embeddings needs one joined dictionary (fairseq: --share-all-embeddings "
+                             f"requires a joined dictionary), not a target vocabulary of its own ({self.tgt_vocab_size})")
         for side in ("enc_norm", "dec_norm"):
             if getattr(self, side) not in MODEL_NORMS:
                 raise ValueError(f"{side}={getattr(self, side)!r}: expected one of {MODEL_NORMS}")
@@ -310,8 +319,8 @@ class Embedder(nn.Module):
         return dropout(x, self.dropout, self.training)
 
 
-def token_embedding(cfg):
-    emb = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=PAD)
+def token_embedding(cfg, vocab_size):
+    emb = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD)
     nn.init.normal_(emb.weight, mean=0, std=cfg.d_model ** -0.5)
     nn.init.zeros_(emb.weight[PAD])
     return emb
@@ -385,8 +394,8 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
-        dec_tokens = token_embedding(cfg)
-        enc_tokens = dec_tokens if cfg.share_all_embeddings else token_embedding(cfg)
+        dec_tokens = token_embedding(cfg, cfg.target_vocab_size)
+        enc_tokens = dec_tokens if cfg.share_all_embeddings else token_embedding(cfg, cfg.vocab_size)
         self.encoder = Encoder(cfg, enc_tokens)
         self.decoder = Decoder(cfg, dec_tokens)
         # re-initialized after fairseq's init, so the standard models draw the same numbers as before

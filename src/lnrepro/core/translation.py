@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .admin import load_omegas
 from .batching import collate, epoch_order, make_batches, pair_lengths, too_long
-from .data import PAD, Dictionary, ParallelData
+from .data import PAD, ParallelData, vocab_sizes
 from .loop import (LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, load_checkpoint,
                    load_input, log, setting)
 from ..settings import INITS, MODEL_NORMS, NORM_FNS, TRAIN_DEFAULTS
@@ -55,14 +55,16 @@ class TrainConfig(LoopConfig):
                 f"settings: dropout {self.dropout:g}, attention dropout {self.attn_dropout:g}, activation dropout "
                 f"{self.act_dropout:g} | label smoothing {self.label_smoothing:g} | epochs {self.epochs}"]
 
-    def model_config(self, vocab_size):
+    def model_config(self, vocab_size, tgt_vocab_size=0):
+        """The model's; tgt_vocab_size: the target dictionary's where the two sides have their own."""
         names = {f.name for f in fields(ModelConfig)}
-        return ModelConfig(vocab_size=vocab_size, **{k: v for k, v in self.as_dict().items() if k in names})
+        return ModelConfig(vocab_size=vocab_size, tgt_vocab_size=tgt_vocab_size,
+                           **{k: v for k, v in self.as_dict().items() if k in names})
 
 
 def add_train_arguments(p):
     """A run's flags: its data, its run dir and every TrainConfig setting (`train`, `admin-profile`)."""
-    p.add_argument("--data", required=True, help="binarized data dir (dict.txt, train.pt, valid.pt)")
+    p.add_argument("--data", required=True, help="binarized data dir (its dictionaries, train.pt, valid.pt)")
     p.add_argument("--out", required=True, help="run dir: metrics.csv and checkpoints/")
     add_config_arguments(p, TrainConfig)
 
@@ -76,8 +78,10 @@ class TranslationTask:
     def __init__(self, cfg: TrainConfig, data_dir: Path):
         self.cfg = cfg
         self.files = data_files(data_dir)
-        dict_file, train_file, valid_file = self.files
-        self.vocab_size = len(load_input(Dictionary.load, dict_file))
+        *_, train_file, valid_file = self.files
+        # vocab_sizes: the model's; vocab_size: the target's, which the loss is over (divergence's bound)
+        self.vocab_sizes = load_input(vocab_sizes, data_dir)
+        self.vocab_size = self.vocab_sizes[1] or self.vocab_sizes[0]
         self.train_data = load_input(ParallelData.load, train_file)
         self.valid_data = load_input(ParallelData.load, valid_file)
         self.batches = make_batches(self.train_data, cfg.max_tokens, cfg.seed, MAX_POSITIONS)
@@ -96,7 +100,7 @@ class TranslationTask:
         return "admin" in (self.cfg.enc_norm, self.cfg.dec_norm)
 
     def build_model(self):
-        model = Transformer(self.cfg.model_config(self.vocab_size))
+        model = Transformer(self.cfg.model_config(*self.vocab_sizes))
         if self.uses_omega():
             if not self.cfg.admin_omega:
                 raise SystemExit("norm 'admin' needs --admin-omega (the output of `lnrepro admin-profile`)")

@@ -63,8 +63,9 @@ class Admin:
                 for run in spec["runs"]:
                     if run not in self.config["runs"]:
                         self.unknown_name(f"admin.{section}.{fig}.runs", run, "a run", "runs", self.config["runs"])
-                if len({self.run_corpus(run) for run in spec["runs"]}) > 1:
-                    self.config_error(f"admin.{section}.{fig}.runs: the runs of one figure must share a corpus")
+                if len({self.run_data_dir(run) for run in spec["runs"]}) > 1:  # its probes feed them one data dir
+                    self.config_error(f"admin.{section}.{fig}.runs: the runs of one figure must share a corpus and "
+                                      "its dictionaries (joined_dictionary)")
         if "table1" in a and "gradients" not in a:
             self.config_error("admin.table1 needs admin.gradients (its 'gradient vanishing' column is measured there)")
 
@@ -136,14 +137,14 @@ class Admin:
         return self.run_settings(self.admin_cfg(section)["run"])
 
     def admin_probe_data(self, section):
-        files = self.bin_files(self.admin_probe_settings(section)["corpus"])
+        files = self.run_bin_files(self.admin_cfg(section)["run"])
         return {"dict": files["dict"], "train": files["train"]}
 
     def admin_probe_flags(self, section, keys, title=None):
         s, sec = self.admin_probe_settings(section), self.admin_cfg(section)
         own = {k: sec[k] for k in keys if k in sec}
         width = picked_flags(s, ADMIN_PROBE_KEYS)
-        return f"--data {self.bpe_dir(s['corpus'])}/bin {width} {cli_flags(own)} --title {shlex.quote(title or sec['title'])}"
+        return f"--data {self.run_data_dir(sec['run'])} {width} {cli_flags(own)} --title {shlex.quote(title or sec['title'])}"
 
     def vanishing_data(self, wildcards):
         return self.admin_probe_data("gradients")
@@ -222,17 +223,18 @@ class Admin:
             self.config_error(f"results/figures/liu_{fig}.pdf needs admin.{section}.{fig}")
         return figures[fig]
 
-    def figure_corpus(self, section, fig):
-        return self.run_corpus(self.figure_cfg(section, fig)["runs"][0])
+    def figure_run(self, section, fig):
+        """The run whose binarized data (corpus and dictionaries) a figure's probes read: its first."""
+        return self.figure_cfg(section, fig)["runs"][0]
 
     def figure_data_dir(self, section, fig):
-        return f"{self.bpe_dir(self.figure_corpus(section, fig))}/bin"
+        return self.run_data_dir(self.figure_run(section, fig))
 
     def dependency_cfg(self, wildcards):
         return self.figure_cfg("layer_dependency", wildcards.ldfig)
 
     def dependency_inputs(self, wildcards):
-        files = self.bin_files(self.figure_corpus("layer_dependency", wildcards.ldfig))
+        files = self.run_bin_files(self.figure_run("layer_dependency", wildcards.ldfig))
         return {"dict": files["dict"], "train": files["train"],
                 "metrics": [f"results/train/{run}/metrics.csv" for run in self.dependency_cfg(wildcards)["runs"]]}
 
@@ -250,7 +252,7 @@ class Admin:
 
     def update_norms_inputs(self, wildcards):
         """The runs' metrics (their epoch checkpoints are written with them) and the corpus's batches."""
-        return {"train": self.bin_files(self.figure_corpus("update_norms", wildcards.unfig))["train"],
+        return {"train": self.run_bin_files(self.figure_run("update_norms", wildcards.unfig))["train"],
                 "metrics": [f"results/train/{run}/metrics.csv" for run in self.update_norms_cfg(wildcards)["runs"]]}
 
     def update_norms_data_dir(self, wildcards):

@@ -14,8 +14,9 @@ import jsonschema
 import yaml
 
 from lnrepro.pipeline.config_text import duplicate_key_error, expanded_size, longest_text
-from lnrepro.settings import (CLEAN_DEFAULTS, LAUNCH_DEFAULTS, LOG_KEYS, LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS,
-                               RUN_VALUE_DEFAULTS, TRAIN_DEFAULTS, VARIANT_NORMS, cli_flags, merged_run_settings, norm_fn_refusal,
+from lnrepro.settings import (CLEAN_DEFAULTS, JOINED_DICT, JOINED_DICTIONARY_DEFAULT, LAUNCH_DEFAULTS, LOG_KEYS,
+                               LOOKLINEAR_REFUSED_NORMS, NORM_PAIRS, PRETRAIN_DEFAULTS, RUN_VALUE_DEFAULTS, SEPARATE_DICTS,
+                               TRAIN_DEFAULTS, VARIANT_NORMS, cli_flags, merged_run_settings, norm_fn_refusal,
                                norm_pair_refusal)
 
 
@@ -259,6 +260,9 @@ class Common:
             refused = norm_fn_refusal(*self.run_norms(run), self.run_settings(run).get("norm_fn", TRAIN_DEFAULTS["norm_fn"]))
             if refused:
                 self.config_error(f"runs.{run}.norm_fn: {refused}")
+            if self.run_settings(run).get("share_all_embeddings") and not self.run_joined_dictionary(run):
+                self.config_error(f"runs.{run}: share_all_embeddings needs joined_dictionary true (one embedding for "
+                                  f"both sides needs one dictionary; fairseq refuses it likewise)")
             self.check_init(run)
         levels = {"train_defaults": self.config["train_defaults"], **{f"runs.{r}": s for r, s in self.config["runs"].items()}}
         for where, level in levels.items():  # one level's norm and enc_norm/dec_norm: one of them is ignored
@@ -377,12 +381,28 @@ class Common:
         """Keyed by its merges: a new merge count is a new directory, nothing is overwritten."""
         return f"{self.data_dir(corpus)}/bpe{self.corpus_cfg(corpus)['bpe_merges']}"
 
-    def bin_files(self, corpus):
-        d = f"{self.bpe_dir(corpus)}/bin"
-        return {"dict": f"{d}/dict.txt", "train": f"{d}/train.pt", "valid": f"{d}/valid.pt", "test": f"{d}/test.pt"}
+    def bin_dir(self, corpus, joined=JOINED_DICTIONARY_DEFAULT):
+        """Keyed by its dictionaries: one joined (bin/dict.txt) or one per side (bin_separate/dict.{src,tgt}.txt)."""
+        return f"{self.bpe_dir(corpus)}/{'bin' if joined else 'bin_separate'}"
+
+    def bin_files(self, corpus, joined=JOINED_DICTIONARY_DEFAULT):
+        """"dict": the joined dictionary's file, or a list of the source's and the target's."""
+        d = self.bin_dir(corpus, joined)
+        return {"dict": f"{d}/{JOINED_DICT}" if joined else [f"{d}/{name}" for name in SEPARATE_DICTS],
+                "train": f"{d}/train.pt", "valid": f"{d}/valid.pt", "test": f"{d}/test.pt"}
+
+    def run_joined_dictionary(self, run):
+        return self.run_settings(run).get("joined_dictionary", JOINED_DICTIONARY_DEFAULT)
+
+    def run_bin_files(self, run):
+        """The binarized data a run trains on: its corpus with its dictionaries."""
+        return self.bin_files(self.run_corpus(run), self.run_joined_dictionary(run))
+
+    def run_data_dir(self, run):
+        return self.bin_dir(self.run_corpus(run), self.run_joined_dictionary(run))
 
     def run_bin_dir(self, wildcards):
-        return f"{self.bpe_dir(self.run_corpus(wildcards.run))}/bin"
+        return self.run_data_dir(wildcards.run)
 
     # ---- flags -----------------------------------------------------------------------------------
     # cli_flags, trainer_flags, ...: lnrepro.settings

@@ -151,6 +151,9 @@ class Data:
     def bpe_prefix(self, wildcards):
         return f"{self.data_dir(wildcards.corpus)}/bpe{wildcards.merges}"
 
+    def joined_dictionary_flags(self, wildcards, output):
+        return f"--dict-out {shlex.quote(output.dict)}"
+
     # ---- BPE: a translation corpus's joint codes, or a BERT corpus's (results/data/bert/NAME) ----
     def bpe_corpora(self):
         return self.names_regex(list(self.config["corpora"]) + [f"bert/{name}" for name in self.config.get("bert_corpora", {})])

@@ -23,8 +23,8 @@ class Evaluate:
         split = self.decode_settings(corpus)["split"]
         inputs = {
             "metrics": f"results/train/{wildcards.run}/metrics.csv",
-            "dict": self.bin_files(corpus)["dict"],
-            "data": self.bin_files(corpus)[split],
+            "dict": self.run_bin_files(wildcards.run)["dict"],
+            "data": self.run_bin_files(wildcards.run)[split],
             "reference": f"{self.data_dir(corpus)}/text/{split}.tgt",
         }
         if self.detok_reference(corpus):

@@ -42,11 +42,11 @@ class Probe:
         return sorted(set(self.probe_cfg()["depths"]) | {self.probed_depth()})
 
     def probe_data(self, wildcards):
-        files = self.bin_files(self.probe_settings()["corpus"])
+        files = self.run_bin_files(self.probe_cfg()["run"])
         return {"dict": files["dict"], "train": files["train"]}
 
     def probe_bin_dir(self, wildcards):
-        return f"{self.bpe_dir(self.probe_settings()['corpus'])}/bin"
+        return self.run_data_dir(self.probe_cfg()["run"])
 
     def probe_common_flags(self):
         p = self.probe_cfg()

@@ -33,7 +33,7 @@ class Train:
         return self.cap_flags(*self.train_cap(run))
 
     def run_data(self, wildcards):
-        return self.bin_files(self.run_corpus(wildcards.run))
+        return self.run_bin_files(wildcards.run)
 
     def train_data(self, wildcards):
         files = self.run_data(wildcards)

@@ -14,7 +14,7 @@ import torch
 
 from ..core.admin import METHOD, profile
 from ..core.batching import collate, epoch_order, make_batches
-from ..core.data import Dictionary, ParallelData
+from ..core.data import ParallelData, vocab_sizes
 from ..core.loop import dropout_seed
 from ..core.model import Transformer
 from ..core.translation import TrainConfig, add_train_arguments
@@ -29,11 +29,10 @@ def add_arguments(p):
 def run(args):
     cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "admin_omega"})
     data_dir = Path(args.data)
-    vocab = Dictionary.load(data_dir / "dict.txt")
     data = ParallelData.load(data_dir / "train.pt")
     first = epoch_order(make_batches(data, cfg.max_tokens, cfg.seed), cfg.seed, 1)[0]
     torch.manual_seed(cfg.seed)  # the initialization training will start from
-    model = Transformer(cfg.model_config(len(vocab)))
+    model = Transformer(cfg.model_config(*vocab_sizes(data_dir)))
     torch.manual_seed(dropout_seed(cfg.seed, 1))  # epoch 1's dropout stream
     src, prev, _ = collate(data, first)
     result = profile(model, src, prev)

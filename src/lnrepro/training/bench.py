@@ -60,7 +60,7 @@ class Reference(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d, pre = cfg.d_model, cfg.enc_norm == "pre"
-        self.src_emb, self.tgt_emb = token_embedding(cfg), token_embedding(cfg)
+        self.src_emb, self.tgt_emb = token_embedding(cfg, cfg.vocab_size), token_embedding(cfg, cfg.vocab_size)
         self.scale, self.dropout = d ** 0.5, cfg.dropout
         self.register_buffer("positions", sinusoidal_table(cfg.max_positions + PAD + 1, d), persistent=False)
         layer = dict(d_model=d, nhead=cfg.heads, dim_feedforward=cfg.ffn_dim, dropout=cfg.dropout,

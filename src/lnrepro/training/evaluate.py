@@ -28,7 +28,7 @@ import torch
 from ..core.batching import pad_right
 from ..core.beam import beam_search
 from ..core.bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
-from ..core.data import Dictionary, ParallelData
+from ..core.data import ParallelData, load_dictionaries
 from ..core import provenance
 from ..core.loop import load_input, pick_device, write_csv
 from ..core.translation import MAX_POSITIONS, load_model
@@ -40,7 +40,7 @@ COLUMNS = ["epoch", "bleu", "bleu_compound_split", "sacrebleu_detok", "split", "
 
 def add_arguments(p):
     p.add_argument("--metrics", required=True, help="the run's metrics.csv (lists its checkpoints)")
-    p.add_argument("--data", required=True, help="binarized data dir (dict.txt, SPLIT.pt)")
+    p.add_argument("--data", required=True, help="binarized data dir (its dictionaries, SPLIT.pt)")
     p.add_argument("--split", default=DECODE_DEFAULTS["split"], help="which SPLIT.pt of --data to decode")
     p.add_argument("--reference", required=True, help="tokenized reference text (before BPE)")
     p.add_argument("--detok-reference", default=None,
@@ -140,7 +140,7 @@ def run(args):
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     data_dir, out = Path(args.data), Path(args.out)
-    vocab = Dictionary.load(data_dir / "dict.txt")
+    vocab = load_dictionaries(data_dir)[1]  # the target side's
     data = load_input(ParallelData.load, data_dir / f"{args.split}.pt")
     # utf-8-sig: a byte order mark at a file's start is not text (as lnrepro.prepare.read_lines)
     refs = Path(args.reference).read_text(encoding="utf-8-sig").splitlines()

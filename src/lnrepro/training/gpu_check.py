@@ -69,7 +69,7 @@ def add_arguments(p):
     p.add_argument("--size", choices=("paper", "toy"), default="paper",
                    help="paper: the papers' model sizes (a GPU); toy: the same stages in seconds on any device")
     p.add_argument("--data", default=None,
-                   help="binarized corpus to train on (dict.txt, train/valid/test.pt); left out: a toy reversal corpus")
+                   help="binarized corpus to train on (its dictionaries, train/valid/test.pt); left out: a toy reversal corpus")
     p.add_argument("--reference", default=None, help="the test split's tokenized reference (with --data)")
     p.add_argument("--device", default="auto", help="auto (cuda if available), cuda or cpu")
     p.add_argument("--epochs", type=int, default=None, help="training rounds (paper: 3, toy: 2)")
@@ -251,10 +251,10 @@ def plan_stage(check):
     scaled by layers, and 6 x parameters x tokens per update at peak x MFU) against the measured: on
     another GPU or host, the config's `plan: {updates_per_s}` to set from it."""
     from ..analyses.plan import Throughput, translation_params
-    from ..core.data import Dictionary
+    from ..core.data import vocab_sizes
     settings = {k.replace("-", "_"): v for k, v in TRAIN[check.args.size].items()}
     settings["share_all_embeddings"] = settings.get("share_all_embeddings") == "true"
-    params = translation_params(settings, len(Dictionary.load(check.data / "dict.txt")))
+    params = translation_params(settings, *vocab_sizes(check.data))
     th = Throughput()
     layers = settings["enc_layers"] + settings["dec_layers"]
     for precision in PRECISIONS:
