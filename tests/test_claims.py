@@ -234,6 +234,18 @@ def test_each_kind_passes_and_fails_on_the_papers_range(tmp_path, spec, inputs, 
     assert row.paper_result == row.scaled_result == result  # no scale: the paper's range at both
 
 
+def test_an_outcome_reads_a_bert_runs_pretraining_status(tmp_path):
+    """bert_postln_diverges_at_3e-4: a BERT run's status comes from results/pretrain/RUN/metrics.csv."""
+    write_runs(tmp_path, {"bert_3e-4": DIVERGED, "bert_1e-4": TRAINED})
+    (tmp_path / "pretrain").mkdir()
+    for run in ("bert_3e-4", "bert_1e-4"):
+        (tmp_path / "train" / run).rename(tmp_path / "pretrain" / run)
+    spec = {"kind": "outcome", "a": "bert_3e-4", "b": "bert_1e-4", "min": 1}
+    row = claims.evaluate({"c": {"paper": "p", **spec}}, tmp_path, {}).iloc[0]
+    assert row.ours == 1 and row.paper_result == "PASS"
+    assert "bert_3e-4 diverged" in row.detail and "bert_1e-4 converged" in row.detail
+
+
 def unreachable(spec):
     """A paper range no number can meet: empty."""
     return {**spec, "min": 1, "max": 0}

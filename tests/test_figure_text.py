@@ -19,7 +19,7 @@ from lnrepro.analyses import (figure, figure5, gradient_vanishing, layer_depende
 
 CONFIGS = [Path(__file__).parents[1] / "config" / name for name in ("demo.yaml", "config.yaml")]
 # the longest run label the demo draws (Fig 4), and a divergence note the legend adds to it
-LABEL = "Pre-LN, Adam, lr 1.4e-3, no warm-up, x0.1 at ep 4"
+LABEL = "Pre-LN, Adam, lr 1.4e-3, no warm-up, x0.1 at ep 6, then inv. sqrt"
 NOTE = "diverged at update 12345"
 
 

@@ -69,7 +69,11 @@ def settings_label(s):
     parts.append(f"warm-up {warmup}" if warmup > 1 else "no warm-up")
     sched = s.get("schedule", d["schedule"])
     if sched in STEP_SCHEDULES and s.get("decay_epoch"):
-        parts.append(f"x{s.get('decay_factor', d['decay_factor'])} at ep {s['decay_epoch']}")
+        factor, epoch = s.get("decay_factor", d["decay_factor"]), s["decay_epoch"]
+        if sched == "step":
+            parts.append(f"x{factor} at ep {epoch}")
+        else:  # step_inverse_sqrt: Xiong et al.'s WMT14 Pre-LN, whose two readings differ by the drop
+            parts.append(f"x{factor} at ep {epoch}, then inv. sqrt" if factor != 1 else f"inv. sqrt from ep {epoch}")
     elif sched in ("linear", "constant"):
         parts.append(f"{sched} lr")
     return ", ".join(parts)

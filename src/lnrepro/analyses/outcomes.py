@@ -48,12 +48,6 @@ def metrics_status(metrics, converged_below=None):
     return "converged", valid
 
 
-def run_status(runs_dir, run, converged_below=None):
-    """metrics_status of a run by name, with why it is what it is, in words."""
-    status, _, why = status_and_why(read_metrics(runs_dir, run), converged_below)
-    return status, why
-
-
 def status_and_why(metrics, converged_below=None):
     """(status, final validation loss, why in words) of a run's metrics table (the claims' outcome
     verdicts, a sweep's table)."""
