@@ -152,7 +152,7 @@ def kill_after_round(monkeypatch, n):
         calls.append(1)
         if len(calls) == n:
             raise Killed
-    monkeypatch.setattr(loop, "save_round", save_then_die)
+    monkeypatch.setattr(loop, "save_round", save_then_die)  # where Run.checkpoint looks it up
 
 
 @pytest.mark.parametrize("killed_after", [1, 2])  # resumed before the switch, and just after it

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from lnrepro.cli import main
-from lnrepro.core.loop import alive  # an orphan's zombie, not reaped where no init reaps, does not count
+from lnrepro.core.processes import alive  # an orphan's zombie, not reaped where no init reaps, does not count
 from lnrepro.core.translation import TrainConfig, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -297,7 +297,7 @@ def test_several_nodes_outside_slurm_run_every_process_here():
 
 def test_a_checkpoint_is_resumed_only_by_the_same_number_of_processes(toy_data, tmp_path):
     """Each process takes its own batch, so 2 processes train other updates than 1: no mixing."""
-    from lnrepro.core.loop import resume_state
+    from lnrepro.core.checkpoint import resume_state
     from lnrepro.core.translation import TrainConfig, train
     cfg = TrainConfig(enc_layers=1, dec_layers=1, d_model=16, ffn_dim=32, heads=2, max_tokens=400, epochs=1,
                       device="cpu", threads=1)

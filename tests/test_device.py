@@ -1,6 +1,6 @@
 """A run that asks for a GPU where torch cannot use one stops at once, saying the node, the torch build
 and the fix; device auto falls back to the CPU only where no GPU was given, and says so on the terminal.
-This machine has no usable CUDA, so the failing side is what runs here (lnrepro.core.loop.pick_device)."""
+This machine has no usable CUDA, so the failing side is what runs here (lnrepro.core.device.pick_device)."""
 import os
 import socket
 import subprocess
@@ -10,49 +10,49 @@ import pytest
 import torch
 import yaml
 
-from lnrepro.core import loop
+from lnrepro.core import device
 from workflow_helpers import SNAKEMAKE, workflow_copy
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the machine without usable CUDA is the case")
-NO_GPU_ENV = {k: v for k, v in os.environ.items() if k not in loop.VISIBLE_GPU_VARIABLES and not k.startswith("SLURM_")}
+NO_GPU_ENV = {k: v for k, v in os.environ.items() if k not in device.VISIBLE_GPU_VARIABLES and not k.startswith("SLURM_")}
 
 
 def test_gpus_given_reads_what_slurm_or_the_user_made_visible(tmp_path):
     nothing = tmp_path / "none"
-    assert loop.gpus_given({}, nothing) is None
-    assert loop.gpus_given({"CUDA_VISIBLE_DEVICES": "0,1"}, nothing) == "CUDA_VISIBLE_DEVICES=0,1"
-    assert loop.gpus_given({"SLURM_JOB_GPUS": "3"}, nothing) == "SLURM_JOB_GPUS=3"
+    assert device.gpus_given({}, nothing) is None
+    assert device.gpus_given({"CUDA_VISIBLE_DEVICES": "0,1"}, nothing) == "CUDA_VISIBLE_DEVICES=0,1"
+    assert device.gpus_given({"SLURM_JOB_GPUS": "3"}, nothing) == "SLURM_JOB_GPUS=3"
     for hidden in ("", "-1", "NoDevFiles"):  # hidden GPUs, or older SLURM's none allocated
-        assert loop.gpus_given({"CUDA_VISIBLE_DEVICES": hidden}, nothing) is None
+        assert device.gpus_given({"CUDA_VISIBLE_DEVICES": hidden}, nothing) is None
     driver = tmp_path / "gpus"
     (driver / "0000:3b:00.0").mkdir(parents=True)
-    assert "NVIDIA GPU" in loop.gpus_given({}, driver)
-    assert loop.gpus_given({"SLURM_JOB_ID": "7"}, driver) is None  # a SLURM job not given the node's GPU
+    assert "NVIDIA GPU" in device.gpus_given({}, driver)
+    assert device.gpus_given({"SLURM_JOB_ID": "7"}, driver) is None  # a SLURM job not given the node's GPU
 
 
 def test_cuda_without_usable_cuda_stops_naming_node_build_and_fix(monkeypatch):
-    monkeypatch.setattr(loop, "gpus_given", lambda: None)
+    monkeypatch.setattr(device, "gpus_given", lambda: None)
     monkeypatch.delenv("SLURMD_NODENAME", raising=False)  # outside SLURM: the hostname
     for name in ("cuda", "cuda:1"):
         with pytest.raises(SystemExit) as stop:
-            loop.pick_device(name)
+            device.pick_device(name)
         message = str(stop.value)
         assert f"device {name} asked for" in message and socket.gethostname() in message
         assert torch.__version__ in message and "CPU-only build" in message
         assert "TORCH_INDEX_URL=" in message and "setup.sh" in message and "device: cpu" in message
     monkeypatch.setenv("SLURMD_NODENAME", "gpu17")  # in a SLURM job: SLURM's name of the node
     with pytest.raises(SystemExit, match="but node gpu17 has torch "):
-        loop.pick_device("cuda")
+        device.pick_device("cuda")
 
 
 def test_auto_in_a_job_given_gpus_stops_and_elsewhere_falls_back_saying_so(monkeypatch, capsys):
-    monkeypatch.setattr(loop, "gpus_given", lambda: "CUDA_VISIBLE_DEVICES=0")
+    monkeypatch.setattr(device, "gpus_given", lambda: "CUDA_VISIBLE_DEVICES=0")
     with pytest.raises(SystemExit, match=r"device auto in a job given GPUs \(CUDA_VISIBLE_DEVICES=0\), but node "):
-        loop.pick_device("auto")
-    monkeypatch.setattr(loop, "gpus_given", lambda: None)
-    assert loop.pick_device("auto") == torch.device("cpu")
-    assert capsys.readouterr().err == f"{loop.DEVICE_NOTE} auto: {loop.torch_build()} cannot use a GPU here: running on the CPU\n"
-    assert loop.pick_device("cpu") == torch.device("cpu") and not capsys.readouterr().err
+        device.pick_device("auto")
+    monkeypatch.setattr(device, "gpus_given", lambda: None)
+    assert device.pick_device("auto") == torch.device("cpu")
+    assert capsys.readouterr().err == f"{device.DEVICE_NOTE} auto: {device.torch_build()} cannot use a GPU here: running on the CPU\n"
+    assert device.pick_device("cpu") == torch.device("cpu") and not capsys.readouterr().err
 
 
 # ---- through the real rule ----------------------------------------------------------------------

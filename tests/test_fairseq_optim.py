@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from lnrepro.core.fairseq_optim import ClinicRAdam, FairseqAdam
-from lnrepro.core.loop import CHECKPOINT_FORMAT, build_optimizer, result_settings, stale_reason
+from lnrepro.core.checkpoint import CHECKPOINT_FORMAT, stale_reason
+from lnrepro.core.config import result_settings
+from lnrepro.core.loop import build_optimizer
 from lnrepro.core.translation import TrainConfig, train
 
 BETAS, EPS = (0.9, 0.98), 1e-8

@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from lnrepro.core.data import EOS, PAD
-from lnrepro.core.loop import CHECKPOINT_FORMAT, stale_reason, without_later_defaults
+from lnrepro.core.checkpoint import CHECKPOINT_FORMAT, stale_reason
+from lnrepro.core.config import without_later_defaults
 from lnrepro.core.model import FeedForward, ModelConfig, MultiheadAttention, Transformer, label_smoothed_loss
 from lnrepro.core.translation import TrainConfig
 

@@ -70,11 +70,11 @@ def test_variant_pairs_build_per_side_and_the_refused_ones_say_why():
 
 def test_a_checkpoint_saved_before_norm_fn_still_resumes():
     """last.pt written before norm_fn: no 'norm_fn' in its model_config. The loop resumes a run only if the saved
-    model_config equals the model's, less settings added later at their default (lnrepro.core.loop.LATER_DEFAULTS);
+    model_config equals the model's, less settings added later at their default (lnrepro.core.config.LATER_DEFAULTS);
     without norm_fn there, every such run would start afresh and its checkpoints be cleared."""
     import dataclasses
 
-    from lnrepro.core.loop import CHECKPOINT_FORMAT, stale_reason
+    from lnrepro.core.checkpoint import CHECKPOINT_FORMAT, stale_reason
     from lnrepro.core.translation import TrainConfig
 
     cfg = TrainConfig()

@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from lnrepro.analyses import plan
-from lnrepro.core import loop
+from lnrepro.core import checkpoint, loop
 from lnrepro.core.bert import Bert, BertConfig
 from lnrepro.core.model import ModelConfig, Transformer
 from lnrepro.core.precision import Precision
@@ -72,7 +72,7 @@ def test_checkpoint_bytes_are_a_saved_checkpoints(tmp_path, optimizer):
     optimizer_.step()
     ckpt = tmp_path / "run" / "checkpoints"
     ckpt.mkdir(parents=True)
-    loop.save_round(model, optimizer_, Precision(cfg, torch.device("cpu"), 1), cfg, [], 1, 1, ckpt, 1, {})
+    checkpoint.save_round(model, optimizer_, Precision(cfg, torch.device("cpu"), 1), cfg, [], 1, 1, ckpt, 1, {})
     epoch, last = plan.checkpoint_bytes(plan.translation_params(DEMO, VOCAB), optimizer)
     assert (ckpt / "epoch1.pt").stat().st_size == pytest.approx(epoch, rel=0.1)
     assert (ckpt / "last.pt").stat().st_size == pytest.approx(last, rel=0.1)

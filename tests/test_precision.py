@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 import torch
 
-from lnrepro.core.loop import CHECKPOINT_FORMAT, fit, stale_reason
+from lnrepro.core.checkpoint import CHECKPOINT_FORMAT, stale_reason
+from lnrepro.core.loop import fit
 from lnrepro.core.precision import FP16_SETTINGS, DynamicLossScaler, MinimumLossScaleReached, Precision, fp16_scaler
 from lnrepro.core.translation import TrainConfig, TranslationTask
 

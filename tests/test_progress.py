@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lnrepro.core.loop import RunClock, duration
+from lnrepro.core.progress import RunClock, duration
 
 from test_train import cli
 from workflow_helpers import ROOT
@@ -57,8 +57,8 @@ def test_interval_0_shows_every_line_and_a_divergence_at_once():
 
 
 def test_a_jobs_device_is_said_at_once():
-    """lnrepro.core.loop.pick_device's lines reach the terminal though the job's stderr goes to its log."""
-    from lnrepro.core.loop import DEVICE_NOTE
+    """lnrepro.core.device.pick_device's lines reach the terminal though the job's stderr goes to its log."""
+    from lnrepro.core.device import DEVICE_NOTE
     note = f"{DEVICE_NOTE} auto: torch 2.9.0+cpu (CPU-only build) cannot use a GPU here: running on the CPU"
     stop = f"{DEVICE_NOTE} cuda asked for, but node n1 has torch 2.9.0+cpu (CPU-only build), which cannot use a GPU."
     t = Throttle(30)

@@ -2,7 +2,7 @@
 stage reads from a run and how a run's settings become a command's flags.
 
 Torch-free (it imports the standard library only): the workflow imports it when Snakemake parses
-the rule files, and the trainers (lnrepro.core.loop, lnrepro.core.translation,
+the rule files, and the trainers (lnrepro.core.config, lnrepro.core.translation,
 lnrepro.training.pretrain), the model (lnrepro.core.model) and the analyses that fall back on a
 trainer's default (figure legends, probes, the cost plan) read it, so a default or refusal is
 stated here once. tests/test_settings.py checks what it says against the code that uses it.
@@ -61,7 +61,7 @@ VARIANT_NORM_PAIRS = tuple((e, d) for e in MODEL_NORMS for d in MODEL_NORMS
                            if (e, d) not in NORM_PAIRS and norm_pair_refusal(e, d) is None)
 
 # ---- the trainers' defaults: every setting's, here only (their config classes read them) ----
-# what every trainer shares (lnrepro.core.loop.LoopConfig)
+# what every trainer shares (lnrepro.core.config.LoopConfig)
 LOOP_DEFAULTS = {
     # optimizer (fairseq's Adam betas (0.9, 0.98) of Xiong et al.'s IWSLT recipe)
     "optimizer": "adam", "lr": 5e-4, "adam_beta1": 0.9, "adam_beta2": 0.98, "adam_eps": 1e-8,
@@ -112,7 +112,7 @@ CLAIM_SCALE_WORDS = ("scaled", "seed_spread", "note", "not_at_this_scale")
 
 # ---- what each stage reads from a run ----
 LAUNCH_KEYS = ("nodes", "gpus")  # how many processes train a run: training only, not Admin profiling
-LAUNCH_DEFAULTS = {"nodes": 1, "gpus": 1}  # one process (lnrepro.core.loop's --nodes, --gpus)
+LAUNCH_DEFAULTS = {"nodes": 1, "gpus": 1}  # one process (lnrepro.core.config's --nodes, --gpus)
 # what a training logs besides its log, not what it computes: kept out of a run's settings (so out of
 # the figures' and other rules' params) and passed by the training rules only when true (log_flags),
 # so a config that leaves them out (or false) trains with the commands it had before they were keys

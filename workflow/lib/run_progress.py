@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 FOLLOWED = ("logs/train", "logs/pretrain", "logs/eval")  # the logs of lnrepro.core.loop's trainings, and decoding's
-# lnrepro.core.loop.DEVICE_NOTE: a job of device auto running on the CPU, or one that asked for a GPU
+# lnrepro.core.device.DEVICE_NOTE: a job of device auto running on the CPU, or one that asked for a GPU
 # torch cannot use (its error, otherwise only in its log); shown at once
 DEVICE_NOTE = "lnrepro: device"
 # the loop's progress lines: "epoch 3/8 | update ...", "epoch 3/8 done | ...", "epoch 3/8 DIVERGED ..."

@@ -4,7 +4,7 @@
 # that read some declare them once it exists (lnrepro.pipeline.checkpoint_reads).
 # A run's `nodes` and `gpus` reach `lnrepro train`, which starts its processes (lnrepro.core.launch);
 # what the job asks a cluster for comes from resources.smk.
-# The shells `exec` the trainer: Snakemake's own child, it stops when Snakemake dies (loop.ParentWatch).
+# The shells `exec` the trainer: Snakemake's own child, it stops when Snakemake dies (lnrepro.core.processes.ParentWatch).
 
 
 checkpoint train:

@@ -22,7 +22,7 @@ What is assumed is written into the plan beside the numbers.
   length; CPU jobs (runs on device cpu, the probes, which ask for no GPU): FLOPs at an assumed rate
   per thread. A job's estimate adds the first round's warm-up and the process's start; the runtime it
   asks for is SAFETY x that (lnrepro.pipeline.resources uses the same functions at parse time);
-- checkpoints: what lnrepro.core.loop.save_round writes: one epochN.pt per round (the weights, fp32)
+- checkpoints: what lnrepro.core.checkpoint.save_round writes: one epochN.pt per round (the weights, fp32)
   and last.pt (the weights and the optimizer's moments), every one kept; after retention
   (`checkpoints: {keep: needed}`): last.pt and the rounds lnrepro.training.retain.needed_epochs keeps
   for the run's consumers (the spec's checkpoints.needs), their updates estimated as the run's;

@@ -19,7 +19,7 @@ import torch
 
 from ..core.batching import collate, make_batches
 from ..core.data import PAD, ParallelData, vocab_sizes
-from ..core.loop import pick_device
+from ..core.device import pick_device
 from ..core.model import ModelConfig, Transformer, label_smoothed_loss
 from ..core.translation import load_model
 from ..settings import TRAIN_DEFAULTS

@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..args import add_scale_note_argument
-from ..core.loop import pick_device
+from ..core.device import pick_device
 from ..core.model import EncoderLayer, ModelConfig
 from .probing import concentration
 

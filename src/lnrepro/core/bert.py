@@ -12,8 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .checkpoint import load_checkpoint
 from .data import BOS, EOS, PAD
-from .loop import load_checkpoint
 from .model import EncoderLayer, ModelConfig, dropout
 from ..settings import PRETRAIN_DEFAULTS
 

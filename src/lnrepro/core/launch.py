@@ -9,7 +9,7 @@
 - several nodes outside SLURM: all nodes x gpus processes start here. The numbers depend on the
   number of processes, not on where they run, so a cluster run can be reproduced on one machine.
 
-The trainer reads torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK); see train.Distributed.
+The trainer reads torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK); see processes.Distributed.
 """
 import os
 import re
@@ -87,6 +87,6 @@ def run(nodes, procs, threads, train_args, subcommand="train"):
     if cmd is None:
         return False
     log(shlex.join(cmd))
-    if cmd[0] != "srun":  # workers here watch the process that started this one (loop.ParentWatch);
+    if cmd[0] != "srun":  # workers here watch the process that started this one (processes.ParentWatch);
         os.environ["LNREPRO_LAUNCHER_PID"] = str(os.getppid())  # srun's tasks on other nodes cannot
     os.execvp(cmd[0], cmd)

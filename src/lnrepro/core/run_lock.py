@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 LOCK_NAME = ".lnrepro.lock"
-TMP_SUFFIX = ".tmp"  # lnrepro.core.loop's temporary files: NAME.PID.tmp
+TMP_SUFFIX = ".tmp"  # lnrepro.core.checkpoint's and loop's temporary files: NAME.PID.tmp
 
 
 class RunFolderInUse(SystemExit):
@@ -45,8 +45,8 @@ def lock_run_folder(out_dir):
 
 
 def remove_dead_writers_files(out_dir):
-    """Temporary files a killed trainer of this folder left (NAME.PID.tmp, written by lnrepro.core.loop):
-    under the lock no other trainer of it is alive, so none is being written."""
+    """Temporary files a killed trainer of this folder left (NAME.PID.tmp, written by lnrepro.core.checkpoint
+    and lnrepro.core.loop): under the lock no other trainer of it is alive, so none is being written."""
     for folder in (out_dir, out_dir / "checkpoints"):
         if folder.is_dir():
             for path in folder.glob(f"*.*{TMP_SUFFIX}"):

@@ -11,9 +11,11 @@ from pathlib import Path
 
 from .admin import load_omegas
 from .batching import collate, epoch_order, make_batches, pair_lengths, too_long
+from .checkpoint import data_files, file_digests, load_checkpoint, load_input
+from .config import LoopConfig, add_config_arguments, setting
 from .data import PAD, ParallelData, vocab_sizes
-from .loop import (LN2, LoopConfig, add_config_arguments, data_files, file_digests, fit, load_checkpoint,
-                   load_input, log, setting)
+from .loop import LN2, fit
+from .progress import log
 from ..settings import INITS, MODEL_NORMS, NORM_FNS, TRAIN_DEFAULTS
 from .model import ModelConfig, Transformer, label_smoothed_loss
 
@@ -180,7 +182,7 @@ def train(cfg: TrainConfig, data_dir: Path, out_dir: Path):
 
 
 def load_model(path, device="cpu"):
-    """A Transformer from an epoch checkpoint (weights only, safe to load; see loop.load_checkpoint)."""
+    """A Transformer from an epoch checkpoint (weights only, safe to load; see checkpoint.load_checkpoint)."""
     state = load_checkpoint(path, device)
     model = Transformer(ModelConfig(**state["model_config"]))
     model.load_state_dict(state["model"])

@@ -35,7 +35,7 @@ class Evaluate:
         corpus = self.run_corpus(wildcards.run)
         flags = cli_flags(self.decode_settings(corpus, wildcards.run)) + f" --target-lang {self.lang(corpus, 'tgt')}"
         # the run's device, not evaluate's default auto: a cpu run's job given a GPU anyway (resources.gpu
-        # always) decodes on the CPU, and a cuda run's stops where CUDA is unusable (lnrepro.core.loop.pick_device)
+        # always) decodes on the CPU, and a cuda run's stops where CUDA is unusable (lnrepro.core.device.pick_device)
         flags += f" --device {self.run_settings(wildcards.run).get('device', 'auto')}"
         if self.detok_reference(corpus):
             flags += f" --detok-reference {self.detok_reference(corpus)}"

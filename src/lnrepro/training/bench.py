@@ -19,7 +19,8 @@ from torch.autograd import DeviceType
 
 from ..core.beam import beam_search
 from ..core.data import BOS, EOS, PAD
-from ..core.loop import build_optimizer, pick_device
+from ..core.device import pick_device
+from ..core.loop import build_optimizer
 from ..core.model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table, token_embedding
 from ..core.precision import AUTOCAST_DTYPES, PRECISIONS, Precision
 from ..core.translation import TrainConfig

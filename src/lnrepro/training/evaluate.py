@@ -30,7 +30,9 @@ from ..core.beam import beam_search
 from ..core.bleu import compound_split_bleu, detokenized_bleu, tokenized_bleu
 from ..core.data import ParallelData, load_dictionaries
 from ..core import provenance
-from ..core.loop import load_input, pick_device, write_csv
+from ..core.checkpoint import load_input
+from ..core.device import pick_device
+from ..core.loop import write_csv
 from ..core.translation import MAX_POSITIONS, load_model
 from ..settings import DECODE_DEFAULTS
 

@@ -31,8 +31,10 @@ import torch.nn.functional as F
 
 from ..args import usage_error
 from ..core.bert import BertClassifier, load_bert, pad_batch, pair_input
-from ..core.loop import load_checkpoint, log, pick_device
+from ..core.checkpoint import load_checkpoint
+from ..core.device import pick_device
 from ..core.mono_data import PairData
+from ..core.progress import log
 from .retain import deleted_note
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96)

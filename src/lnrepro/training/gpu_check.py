@@ -140,7 +140,7 @@ def flags(settings):
 
 def device_row(check, device):
     import torch
-    from ..core.loop import pick_device
+    from ..core.device import pick_device
     dev = pick_device(device)
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     check.row("device", "device", name, "", f"torch {torch.__version__}, CUDA {torch.version.cuda}, "

@@ -35,9 +35,10 @@ import torch.nn.functional as F
 from ..core import launch
 from ..core.batching import epoch_order, make_batches
 from ..core.bert import CLS, NORMS as BERT_NORMS, SEP, Bert, BertConfig, mask_tokens, pad_batch, pair_input
+from ..core.checkpoint import data_files, file_digests, load_input
+from ..core.config import LoopConfig, add_config_arguments, config_args, config_from_args, setting
 from ..core.data import PAD, Dictionary
-from ..core.loop import (LN2, LoopConfig, add_config_arguments, config_args, config_from_args, data_files,
-                         file_digests, fit, load_input, setting)
+from ..core.loop import LN2, fit
 from ..core.mono_data import MASK, MonoData
 from ..settings import PRETRAIN_DEFAULTS
 

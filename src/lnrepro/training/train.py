@@ -5,7 +5,7 @@ With --nodes/--gpus above 1, lnrepro.core.launch starts the processes, each runn
 from pathlib import Path
 
 from ..core import launch
-from ..core.loop import config_args, config_from_args
+from ..core.config import config_args, config_from_args
 from ..core.translation import TrainConfig, add_train_arguments, train
 
 
