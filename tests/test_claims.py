@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from lnrepro.analyses import claims, verdicts
+from lnrepro.analyses import check_claims, claims, verdicts
 from workflow_helpers import ROOT, refusal_before_any_job
 
 DIVERGED = None  # a run that diverged in its first epoch: no value at all
@@ -336,7 +336,7 @@ def run_command(tmp_path, spec, capped=False):
     """`lnrepro claims` on fabricated runs; the CSV and the markdown it writes."""
     write_runs(tmp_path, {"warm": bleu(20, 33), "nowarm": bleu(4, 8)})
     (tmp_path / "fig3.csv").write_text(fig3(p=[1, 2, 3]).to_csv(index=False))
-    claims.run(Namespace(spec=json.dumps(spec), runs_dir=str(tmp_path), tables=[f"fig3={tmp_path / 'fig3.csv'}"],
+    check_claims.run(Namespace(spec=json.dumps(spec), runs_dir=str(tmp_path), tables=[f"fig3={tmp_path / 'fig3.csv'}"],
                          title="T", csv=str(tmp_path / "c.csv"), md=str(tmp_path / "c.md"), capped=capped,
                          matrix_csv=None, provenance_csv=str(tmp_path / "provenance.csv")))
     return pd.read_csv(tmp_path / "c.csv", keep_default_na=False), Path(tmp_path / "c.md").read_text()

@@ -1,6 +1,7 @@
 """The command line: every subcommand's help renders (argparse %-formats help strings) and documents
 every option: its help, default and choices."""
 import argparse
+import ast
 import subprocess
 import sys
 
@@ -124,6 +125,44 @@ def test_every_boolean_option_uses_the_strict_parser(command):
     lenient = [a.option_strings for a in subparser(command)._actions
                if (a.metavar == "BOOL" or a.type is bool) and a.type is not str2bool]
     assert lenient == []
+
+
+def import_edges(module, path, modules, package):
+    """The lnrepro modules one module imports (at its top or inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in modules}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            found |= {f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target for a in node.names}
+    return (found & set(modules)) - {module}
+
+
+def test_no_module_imports_itself_through_others():
+    """Issue 43: zero import circles (args <-> training.retain and claims <-> claims_matrix were two)."""
+    src = ROOT / "src"
+    modules = {}
+    for path in (src / "lnrepro").rglob("*.py"):
+        parts = path.relative_to(src).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = (path, name if parts[-1] == "__init__" else name.rsplit(".", 1)[0])
+    graph = {m: import_edges(m, path, modules, package) for m, (path, package) in modules.items()}
+    done, circles = set(), []
+
+    def visit(module, stack):
+        for other in sorted(graph[module]):
+            if other in stack:
+                circles.append(stack[stack.index(other):] + [other])
+            elif other not in done:
+                visit(other, stack + [other])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module])
+    assert len(graph) > 100 and not circles, circles
 
 
 def test_the_layout_doc_names_every_command_rule_file_and_core_module():

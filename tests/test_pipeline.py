@@ -150,7 +150,7 @@ def readers(p):
 
 
 def test_each_reader_declares_the_checkpoints_it_reads_and_retention_keeps_them(tmp_path):
-    from lnrepro.training.retain import needed_epochs, trained_checkpoints
+    from lnrepro.retention import needed_epochs, trained_checkpoints
 
     p = pipeline("config")
     epochs = 40  # Fig 11 draws the pairs from (39, 40): every one is written

@@ -12,7 +12,7 @@ import yaml
 
 from lnrepro.analyses import plan
 from lnrepro.args import missing_input
-from lnrepro.training import retain
+from lnrepro import retention
 from test_plan import SMALL
 from test_resume import RUN, tiny_config
 from workflow_helpers import snakemake, workflow_copy
@@ -36,16 +36,16 @@ TEN = [(e, 100 * e) for e in range(1, 11)]  # 10 epochs of 100 updates
     ({"average_last": 2, "last": True, "after_updates": 150, "update_pairs": [1]}, [1, 2, 9, 10]),
 ])
 def test_needed_epochs(needs, kept):
-    assert retain.needed_epochs(needs, TEN) == kept
+    assert retention.needed_epochs(needs, TEN) == kept
 
 
 def test_needed_epochs_around_a_diverged_epoch():
     """Epoch 3 diverged (no checkpoint): no pair spans it, and the last N are the last N that exist."""
     have = [(1, 100), (2, 200), (4, 400), (5, 500)]
-    assert retain.needed_epochs({"update_pairs": "all"}, have) == [1, 2, 4, 5]
-    assert retain.needed_epochs({"update_pairs": [2, 3]}, have) == []
-    assert retain.needed_epochs({"average_last": 3}, have) == [2, 4, 5]
-    assert retain.needed_epochs({"last": True}, []) == []
+    assert retention.needed_epochs({"update_pairs": "all"}, have) == [1, 2, 4, 5]
+    assert retention.needed_epochs({"update_pairs": [2, 3]}, have) == []
+    assert retention.needed_epochs({"average_last": 3}, have) == [2, 4, 5]
+    assert retention.needed_epochs({"last": True}, []) == []
 
 
 # ---- the prune step on a fabricated run --------------------------------------------------------
@@ -70,7 +70,7 @@ def test_prune_deletes_only_what_no_step_needs_and_only_what_training_wrote(tmp_
     (ckpt / "epoch9.pt").write_bytes(b"mine")  # not in metrics.csv: not the training's
     (ckpt / "last.pt.corrupt-20261127").write_bytes(b"aside")
     (ckpt / "notes.txt").write_text("mine")
-    manifest = retain.prune(run_dir / "metrics.csv", {"average_last": 2, "update_pairs": [1]})
+    manifest = retention.prune(run_dir / "metrics.csv", {"average_last": 2, "update_pairs": [1]})
     left = sorted(p.name for p in ckpt.iterdir())
     assert left == ["epoch1.pt", "epoch2.pt", "epoch4.pt", "epoch5.pt", "epoch9.pt", "last.pt",
                     "last.pt.corrupt-20261127", "notes.txt"]
@@ -87,25 +87,25 @@ def test_a_metrics_row_naming_another_file_is_never_deleted(tmp_path):
     (tmp_path / "precious.pt").write_bytes(b"keep me")
     text = (run_dir / "metrics.csv").read_text().replace("checkpoints/epoch1.pt", "../precious.pt")
     (run_dir / "metrics.csv").write_text(text)
-    retain.prune(run_dir / "metrics.csv", {})
+    retention.prune(run_dir / "metrics.csv", {})
     assert (tmp_path / "precious.pt").exists() and not (run_dir / "checkpoints" / "epoch2.pt").exists()
 
 
 def test_a_second_pass_lists_what_is_gone_as_absent(tmp_path):
     run_dir = tmp_path / "r"
     fabricate_run(run_dir, [1, 2, 3])
-    retain.prune(run_dir / "metrics.csv", {"last": True})
-    again = retain.prune(run_dir / "metrics.csv", {"last": True})
+    retention.prune(run_dir / "metrics.csv", {"last": True})
+    again = retention.prune(run_dir / "metrics.csv", {"last": True})
     assert again["deleted"] == [] and again["absent"] == ["checkpoints/epoch1.pt", "checkpoints/epoch2.pt"]
-    (run_dir / retain.MANIFEST).write_text(json.dumps(again))
-    assert retain.deleted_note(run_dir / "checkpoints" / "epoch1.pt")  # still named as retention's
+    (run_dir / retention.MANIFEST).write_text(json.dumps(again))
+    assert retention.deleted_note(run_dir / "checkpoints" / "epoch1.pt")  # still named as retention's
 
 
 # ---- a later step that needs a deleted checkpoint -----------------------------------------------
 def test_a_deleted_checkpoint_is_one_line_naming_the_manifest_and_the_fix(tmp_path, capsys):
     run_dir = tmp_path / "train" / "r"
     fabricate_run(run_dir, [1, 2, 3])
-    (run_dir / retain.MANIFEST).write_text(json.dumps(retain.prune(run_dir / "metrics.csv", {"last": True})))
+    (run_dir / retention.MANIFEST).write_text(json.dumps(retention.prune(run_dir / "metrics.csv", {"last": True})))
     gone = run_dir / "checkpoints" / "epoch1.pt"
     with pytest.raises(SystemExit) as stop:
         missing_input("evaluate", FileNotFoundError(2, "No such file or directory", str(gone)))
@@ -113,10 +113,10 @@ def test_a_deleted_checkpoint_is_one_line_naming_the_manifest_and_the_fix(tmp_pa
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert err.startswith(f"lnrepro evaluate: error: {gone}: deleted by checkpoint retention")
-    assert str(run_dir / retain.MANIFEST) in err and "keep: all" in err
+    assert str(run_dir / retention.MANIFEST) in err and "keep: all" in err
     assert f"snakemake --force {run_dir / 'metrics.csv'}" in err
-    assert retain.deleted_note(run_dir / "checkpoints" / "epoch3.pt") is None  # kept
-    assert retain.deleted_note(tmp_path / "elsewhere" / "checkpoints" / "epoch1.pt") is None  # no manifest
+    assert retention.deleted_note(run_dir / "checkpoints" / "epoch3.pt") is None  # kept
+    assert retention.deleted_note(tmp_path / "elsewhere" / "checkpoints" / "epoch1.pt") is None  # no manifest
 
 
 def test_fine_tuning_a_deleted_round_says_so(tmp_path, capsys):
@@ -125,7 +125,7 @@ def test_fine_tuning_a_deleted_round_says_so(tmp_path, capsys):
 
     run_dir = tmp_path / "pretrain" / "b"
     fabricate_run(run_dir, [1, 2])
-    (run_dir / retain.MANIFEST).write_text(json.dumps(retain.prune(run_dir / "metrics.csv", {"rounds": [2]})))
+    (run_dir / retention.MANIFEST).write_text(json.dumps(retention.prune(run_dir / "metrics.csv", {"rounds": [2]})))
     with pytest.raises(SystemExit):
         main(["finetune", "--checkpoint", str(run_dir / "checkpoints" / "epoch1.pt"), "--data", str(tmp_path),
               "--task", "rte", "--out", str(tmp_path / "out.csv")])
@@ -153,7 +153,7 @@ def test_plan_resolves_the_probes_epoch_from_its_estimated_updates():
     """a: 36 updates per epoch, 2 epochs: warm-up 40 ends in epoch 2, 20 in epoch 1 (kept instead of 2)."""
     for warmup, kept in ((40, [2]), (20, [1])):
         spec = {**SMALL, "checkpoints": {"needs": {"a": {"after_updates": warmup}}}}
-        assert retain.needed_epochs({"after_updates": warmup}, plan.round_updates(2, 72)) == kept
+        assert retention.needed_epochs({"after_updates": warmup}, plan.round_updates(2, 72)) == kept
         assert {r["run"]: r for r in plan.plan(spec)["runs"]}["a"]["retained_checkpoints"] == 2
 
 

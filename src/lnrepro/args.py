@@ -73,7 +73,7 @@ def missing_input(command, error):
     what is missing. A checkpoint that checkpoint retention deleted says so and how to get it back."""
     if not error.filename:
         usage_error(command, str(error))
-    from lnrepro.training.retain import deleted_note
+    from lnrepro.retention import deleted_note
 
     retained = deleted_note(error.filename)  # a checkpoint deleted once its steps had read it
     if retained:

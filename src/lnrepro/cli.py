@@ -49,7 +49,7 @@ COMMANDS = {
     "probe-gradients": ("lnrepro.analyses.probe_gradients", "FFN gradient norms over mini-batches, at init or from a checkpoint (Fig 3)"),
     "plot-gradients": ("lnrepro.analyses.plot_gradients", "draw Fig 3 from the gradient probes and write its CSV"),
     "theory": ("lnrepro.analyses.theory", "check Lemmas 2-3, Theorem 1 and the concentration property numerically"),
-    "claims": ("lnrepro.analyses.claims", "the claims table: each paper claim, our number, its paper and scaled verdicts"),
+    "claims": ("lnrepro.analyses.check_claims", "the claims table: each paper claim, our number, its paper and scaled verdicts"),
     "verdicts": ("lnrepro.analyses.verdicts", "write the demo's expected verdicts and docs/demo.md's table from claims.csv"),
     "gradient-vanishing": ("lnrepro.analyses.gradient_vanishing",
                            "per-sublayer gradient norms at init, per norm combination (Liu et al. Fig 5, Table 1)"),

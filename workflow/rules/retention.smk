@@ -1,6 +1,6 @@
 # Bounded disk (`checkpoints: {keep: needed}`): once every step that reads a run's epoch checkpoints
 # has finished, delete those no configured step reads again (lnrepro retain; the epochs:
-# lnrepro.training.retain.needed_epochs, also what the cost plan counts). Which steps read a run's
+# lnrepro.retention.needed_epochs, also what the cost plan counts). Which steps read a run's
 # checkpoints (its consumers, whose outputs the prune job waits for) and what each needs:
 # lnrepro.pipeline.retention.
 # Deleting a run's files takes milliseconds: beside Snakemake, not a queued cluster job.

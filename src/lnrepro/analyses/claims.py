@@ -28,15 +28,12 @@ A config whose scale cannot reach that range overrides the claim under ``scale``
 measure (a run it lacks, an epoch its runs do not reach, a table row it lacks) says so in its
 verdict: it is never dropped and never passes.
 """
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..args import json_object
-from ..core import provenance
 from ..settings import CLAIM_SCALE_WORDS
 from .outcomes import status_and_why
 
@@ -450,41 +447,3 @@ def markdown(table, title, capped=False):
     for r in table.itertuples():
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in row_cells(r)) + " |")
     return "\n".join(lines) + "\n"
-
-
-def add_arguments(p):
-    p.add_argument("--spec", required=True, type=json_object(), help="JSON: {claim: {kind, paper, ..., scale, paper_missing, ...}}")
-    p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
-    p.add_argument("--tables", nargs="*", default=[], help="NAME=CSV results tables the table claims read")
-    p.add_argument("--title", default="Claims of Xiong et al. 2020 and Liu et al. 2020, checked on our numbers",
-                   help="table title")
-    p.add_argument("--csv", required=True, help="the claims table as CSV")
-    p.add_argument("--md", required=True, help="the claims table as Markdown")
-    p.add_argument("--capped", action="store_true", help="the runs are capped (training_cap): say the verdicts are no results")
-    p.add_argument("--matrix-csv", default=None,
-                   help="CSV: each scheme's claim measured for every scheme of its sweep table (the lab's claims matrix); "
-                        "the Markdown gains it as a section")
-    p.add_argument("--provenance-csv", default=None,
-                   help="CSV: what made each input (commit, versions, settings digest) and each one not made by this commit's clean code")
-
-
-def run(args):
-    claims = json.loads(args.spec)
-    tables_given = dict(t.split("=", 1) for t in args.tables)
-    tables = {name: pd.read_csv(path) for name, path in tables_given.items()}
-    table = evaluate(claims, args.runs_dir, tables).assign(capped=args.capped)
-    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.csv, index=False)
-    inputs = provenance.table(input_files(claims, args.runs_dir, tables_given.values()), provenance.current()["commit"])
-    if args.provenance_csv:
-        pd.DataFrame(inputs, columns=provenance.TABLE_COLUMNS).to_csv(args.provenance_csv, index=False)
-    md = markdown(table, args.title, args.capped) + "\n"
-    if args.matrix_csv:
-        from .claims_matrix import markdown as matrix_markdown, matrix  # it measures the claims again: imports this module
-        grid = matrix(claims, args.runs_dir, tables)
-        grid.to_csv(args.matrix_csv, index=False)
-        md += matrix_markdown(grid) + "\n"
-    md += provenance.markdown_section(inputs, provenance.current())
-    Path(args.md).write_text(md, encoding="utf-8")
-    print(md)
-    return 0

@@ -24,7 +24,7 @@ What is assumed is written into the plan beside the numbers.
   asks for is SAFETY x that (lnrepro.pipeline.resources uses the same functions at parse time);
 - checkpoints: what lnrepro.core.checkpoint.save_round writes: one epochN.pt per round (the weights, fp32)
   and last.pt (the weights and the optimizer's moments), every one kept; after retention
-  (`checkpoints: {keep: needed}`): last.pt and the rounds lnrepro.training.retain.needed_epochs keeps
+  (`checkpoints: {keep: needed}`): last.pt and the rounds lnrepro.retention.needed_epochs keeps
   for the run's consumers (the spec's checkpoints.needs), their updates estimated as the run's;
 - data: the binarized splits (int32 tokens, int64 offsets) and the text stages before them;
   downloaded archives and BERT's Wikipedia/books text are not counted.
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from lnrepro.args import json_object
 from lnrepro.settings import DECODE_DEFAULTS, LAUNCH_DEFAULTS, PRETRAIN_DEFAULTS, TRAIN_DEFAULTS
-from lnrepro.training.retain import needed_epochs
+from lnrepro.retention import needed_epochs
 
 # ---- the corpora's sizes where the config states none (sentence pairs in the training split) ----
 IWSLT14_TRAIN_PAIRS = 160_239  # fairseq's prepare-iwslt14.sh output (config.yaml: expected_counts.train)
@@ -642,7 +642,7 @@ def md_row(name, t):
 
 def retention_line(keep):
     """What the 'after retention' column means under the config's checkpoints.keep."""
-    what = ("last.pt and the epochs a configured step reads again, by lnrepro.training.retain.needed_epochs: "
+    what = ("last.pt and the epochs a configured step reads again, by lnrepro.retention.needed_epochs: "
             "the last admin.average_last, the probe's after warm-up, Figs 3/11's pairs, Figs 7-8's last, BERT's "
             "fine-tuned rounds; the rest is deleted once the run's readers, per-epoch decoding too, finish, so "
             "until then a run holds every epoch")

@@ -3,16 +3,16 @@
 `train` and `pretrain` are Snakemake checkpoint rules: once a run's metrics.csv (its manifest: each
 row names the checkpoint it wrote) exists, the steps that read its checkpoints declare exactly those
 files, picked from the manifest by the same rule as `lnrepro retain` keeps them
-(lnrepro.training.retain.needed_epochs), which keeps all of them. A listed checkpoint that is not on
+(lnrepro.retention.needed_epochs), which keeps all of them. A listed checkpoint that is not on
 disk is then a planning error (Snakemake's missing input), not a job that fails.
 
 Per-epoch decoding (evaluate) reads every checkpoint its manifest lists and declares none: under
 `checkpoints: {keep: needed}` most are deleted after it by design, and a declared input that goes
 missing, or a set of inputs that changes, would make Snakemake plan it again. Its rerun after they
-are deleted is refused at its start in one line (lnrepro.training.retain.deleted_note)."""
+are deleted is refused at its start in one line (lnrepro.retention.deleted_note)."""
 import os
 
-from lnrepro.training.retain import needed_epochs, trained_checkpoints
+from lnrepro.retention import needed_epochs, trained_checkpoints
 
 
 class CheckpointReads:

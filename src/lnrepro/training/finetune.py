@@ -35,7 +35,7 @@ from ..core.checkpoint import load_checkpoint
 from ..core.device import pick_device
 from ..core.mono_data import PairData
 from ..core.progress import log
-from .retain import deleted_note
+from ..retention import deleted_note
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
