@@ -71,6 +71,25 @@ def test_paths_follow_the_corpus_and_its_merges(paper):
     assert paper.bin_files(corpus)["train"] == f"results/data/{corpus}/bpe{merges}/bin/train.pt"
 
 
+def test_each_run_trains_on_its_own_dictionaries(paper):
+    """Xiong et al.'s IWSLT runs on one dictionary per side, Liu et al.'s and the WMT14 runs on a joined one."""
+    assert paper.run_data_dir("adam_5e-4_warm4000") == "results/data/iwslt14/bpe10000/bin_separate"
+    assert paper.run_bin_files("adam_5e-4_warm4000")["dict"] == [
+        "results/data/iwslt14/bpe10000/bin_separate/dict.src.txt", "results/data/iwslt14/bpe10000/bin_separate/dict.tgt.txt"]
+    assert paper.run_data_dir("liu_iwslt_pre_seed1") == "results/data/iwslt14/bpe10000/bin"
+    assert paper.run_bin_files("wmt_preln_7e-4_nowarm")["dict"] == "results/data/wmt14/bpe40000/bin/dict.txt"
+
+
+def test_the_plan_fine_tunes_only_the_bert_runs_the_dag_fine_tunes(paper, tmp_path, monkeypatch):
+    """Post-LN BERT at lr 3e-4 is pre-trained for its divergence claim, not fine-tuned (Fig 5 draws two runs)."""
+    assert "bert_postln_3e-4" in paper.bert_runs() and paper.finetuned_runs() == ["bert_postln", "bert_preln"]
+    assert not any("bert_postln_3e-4" in f for f in paper.fig5_summaries())
+    monkeypatch.chdir(tmp_path)  # a long spec is written under .snakemake/ of the working dir
+    spec = paper.plan_spec(None)
+    spec = yaml.safe_load(Path(spec[1:]).read_text()) if spec.startswith("@") else yaml.safe_load(spec)
+    assert set(spec["bert"]["finetune_rounds"]) == {"bert_postln", "bert_preln"}
+
+
 def test_the_real_configs_pass_every_check(paper):
     for p in (pipeline("demo"), paper):
         p.check_config()

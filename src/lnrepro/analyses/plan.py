@@ -521,7 +521,7 @@ def plan(spec, peak_tflops=None, mfu=None, fp32_peak_tflops=None):
     for name, s in bert.get("runs", {}).items():
         vocab = bert_vocab(bert["corpora"][s["corpus"]])
         rows[name] = plan_bert(name, s, vocab, th, needs.get(name), threads["train"])
-        if bert.get("finetune") and bert.get("tasks"):
+        if bert.get("finetune") and bert.get("tasks") and name in bert["finetune_rounds"]:  # the DAG fine-tunes Fig 5's
             ft = plan_finetune(name, s, vocab, bert["finetune"], bert["tasks"], bert["finetune_rounds"][name], th,
                                bert.get("finetune_updates", 0), threads["evaluate"], bert.get("glue"))
             rows[ft["run"]] = ft

@@ -86,10 +86,15 @@ class Bert:
         every = self.bert_section()["finetune"].get("every", 1)
         return [r for r in self.bert_rounds(run) if r % every == 0]
 
+    def finetuned_runs(self):
+        """The BERT runs whose checkpoints are fine-tuned: Fig 5's (a run no figure draws, e.g. Post-LN at lr
+        3e-4 for its divergence, is pre-trained only)."""
+        return self.bert_section().get("fig5", {}).get("runs", []) if "finetune" in self.bert_section() else []
+
     def fig5_summaries(self):
         fig = self.bert_section()["fig5"]
         return [f"results/finetune/{run}/{task}/round{r}.summary.csv"
-                for run in fig["runs"] for task in fig["tasks"] for r in self.finetuned_rounds(run)]
+                for run in self.finetuned_runs() for task in fig["tasks"] for r in self.finetuned_rounds(run)]
 
     def fig5_inputs(self, wildcards):
         return {"metrics": [f"results/pretrain/{run}/metrics.csv" for run in self.bert_section()["fig5"]["runs"]],

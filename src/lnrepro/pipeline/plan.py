@@ -54,7 +54,7 @@ class Plan:
                 groups[f"liu_{fig}"] = spec["runs"]
         if "fig5" in self.bert_section():
             runs = self.bert_section()["fig5"]["runs"]
-            groups["fig5"] = runs + [f"{run} fine-tuning" for run in runs if "finetune" in self.bert_section()]
+            groups["fig5"] = runs + [f"{run} fine-tuning" for run in self.finetuned_runs()]
         for sweep in self.config.get("sweeps") or {}:  # not in rule all, priced all the same: its own targets
             groups[f"sweeps.{sweep}"] = self.sweep_runs(sweep)
         return {g: list(dict.fromkeys(runs)) for g, runs in groups.items()}
@@ -171,7 +171,7 @@ class Plan:
                                "bert": {"runs": {run: self.plan_bert_run(run) for run in self.bert_runs()},
                                         "corpora": self.config.get("bert_corpora", {}), "finetune": self.bert_section().get("finetune"),
                                         "tasks": self.bert_section().get("fig5", {}).get("tasks", []),
-                                        "finetune_rounds": {run: len(self.finetuned_rounds(run)) for run in self.bert_runs()},
+                                        "finetune_rounds": {run: len(self.finetuned_rounds(run)) for run in self.finetuned_runs()},
                                         "finetune_updates": self.training_cap().get("finetune_updates", 0),
                                         "glue": {task: self.config["glue"][task] for task in self.bert_section().get("fig5", {}).get("tasks", [])}},
                                "checkpoints": {"keep": self.config.get("checkpoints", {}).get("keep", "all"),
