@@ -25,7 +25,8 @@ from lnrepro.analyses.update_norms import epoch_pairs, matrices, mean_gradient, 
 from lnrepro.cli import main as cli_main
 from lnrepro.core.data import Dictionary
 from lnrepro.core.admin import as_post_ln
-from lnrepro.core.model import ModelConfig, ResidualSublayer, Transformer, label_smoothed_loss
+from lnrepro.core.layers import ResidualSublayer
+from lnrepro.core.model import ModelConfig, Transformer, label_smoothed_loss
 from lnrepro.training.evaluate import average_checkpoints
 
 VOCAB = 60

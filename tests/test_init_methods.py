@@ -8,7 +8,8 @@ import torch.nn.functional as F
 from lnrepro.core.data import EOS, PAD
 from lnrepro.core.checkpoint import CHECKPOINT_FORMAT, stale_reason
 from lnrepro.core.config import without_later_defaults
-from lnrepro.core.model import FeedForward, ModelConfig, MultiheadAttention, Transformer, label_smoothed_loss
+from lnrepro.core.layers import FeedForward, MultiheadAttention
+from lnrepro.core.model import ModelConfig, Transformer, label_smoothed_loss
 from lnrepro.core.translation import TrainConfig
 
 LAYERS = 3  # L = 3 x 2 encoder + 3 x 3 decoder branches = 15

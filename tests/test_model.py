@@ -6,8 +6,8 @@ import torch
 from lnrepro.core.batching import pad_right
 from lnrepro.core.beam import beam_search
 from lnrepro.core.data import EOS, PAD
-from lnrepro.core.model import (ModelConfig, ResidualSublayer, Transformer, dropout, label_smoothed_loss,
-                                sinusoidal_table)
+from lnrepro.core.layers import ResidualSublayer, dropout
+from lnrepro.core.model import ModelConfig, Transformer, label_smoothed_loss, sinusoidal_table
 
 
 def tiny(norm="post", layers=2, d=32, **kw):

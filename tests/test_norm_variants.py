@@ -15,7 +15,8 @@ import yaml
 from lnrepro import settings
 from lnrepro.core.batching import pad_right
 from lnrepro.core.data import EOS, PAD, Dictionary
-from lnrepro.core.model import ModelConfig, ResidualSublayer, Transformer, label_smoothed_loss
+from lnrepro.core.layers import ResidualSublayer
+from lnrepro.core.model import ModelConfig, Transformer, label_smoothed_loss
 from lnrepro.core.norms import (DEEPNORM_BETA_SOURCE, DYT_ALPHA_INIT, RESIDUAL_FINAL_LN_EPS, RMSNORM_EPS,
                                 TFIXUP_V_GAIN, DynamicTanh, RMSNorm, deepnorm_constants, tfixup_embedding_scale,
                                 tfixup_scale)

@@ -248,7 +248,7 @@ def paper_test_config(inputs, wmt_rows=None):
 # (update_freq 16 and 4) the paper config trains, and every 18-layer run (Table 1, Fig 8); every
 # other run differs from one of these only in lr, warm-up, beta2, seed or depth 12.
 COVERING_RUNS = {"adam_5e-4_warm4000", "sgd_5e-3_nowarm", "preln_5e-4_nowarm", "radam_preln_5e-4", "postln_fixed_1e-4",
-                 "wmt_preln_7e-4_nowarm", "liu_wmt_post_6L", "liu_wmt_pre_6L", "liu_wmt_pre_6L_sgd", "liu_wmt_admin_6L",
+                 "wmt_preln_7e-4_nowarm", "wmt_preln_7e-4_nowarm_nodrop", "liu_wmt_post_6L", "liu_wmt_pre_6L", "liu_wmt_pre_6L_sgd", "liu_wmt_admin_6L",
                  "liu_wmt_post_18L", "liu_wmt_pre_18L", "liu_wmt_admin_18L", "liu_wmt_postenc_predec_18L",
                  "liu_wmt_fixup_18L", "liu_wmt_looklinear_18L",  # the norm fixup and init looklinear flags
                  "liu_iwslt_post_seed1", "liu_iwslt_pre_seed1", "liu_iwslt_admin_seed1",
@@ -516,11 +516,12 @@ def logged_parameters(log_file):
     return int(count.replace(",", "")), int(vocab)
 
 
-def transformer_parameters(model, vocab, layers=None):
-    """A translation model of the config's size on this vocabulary (embeddings tied as configured)."""
+def transformer_parameters(model, vocab, layers=None, tgt_vocab=0):
+    """A translation model of the config's size on this vocabulary (embeddings tied as configured; tgt_vocab:
+    the target dictionary's where each side has its own)."""
     from lnrepro.core.model import ModelConfig, Transformer
     sizes = {**model, **({"enc_layers": layers, "dec_layers": layers} if layers else {})}
-    return sum(p.numel() for p in Transformer(ModelConfig(vocab_size=vocab, **sizes)).parameters())
+    return sum(p.numel() for p in Transformer(ModelConfig(vocab_size=vocab, tgt_vocab_size=tgt_vocab, **sizes)).parameters())
 
 
 @pytest.mark.slow
@@ -528,8 +529,12 @@ def test_runs_train_the_papers_model_sizes(paper_build):
     workdir, cfg = paper_build[:2]
     logs = workdir / "logs"
     count, vocab = logged_parameters(logs / "train/adam_5e-4_warm4000.log")
+    from lnrepro.core.data import vocab_sizes
+    src, tgt = vocab_sizes(workdir / "results/data/iwslt14/bpe10000/bin_separate")  # Xiong's IWSLT: one per side
+    assert vocab == tgt and src != tgt  # the log names the target's, the loss's vocabulary
     # 6+6, d 512, FFN 1024: 31.6M besides the embeddings
-    assert count == transformer_parameters(cfg["models"]["iwslt"], vocab) and count - vocab * 512 > 31_000_000
+    assert count == transformer_parameters(cfg["models"]["iwslt"], src, tgt_vocab=tgt)
+    assert count - (src + tgt) * 512 > 31_000_000
     trained = {m.parent.name for m in (workdir / "results/train").glob("*/metrics.csv")}
     assert trained == set(config_runs(cfg, "figures", "liu_wmt", "liu_seeds", "liu_grid", "liu_norms"))
     deep = next(run for run in sorted(trained) if run.endswith("_18L"))
@@ -552,6 +557,8 @@ def test_bert_pretrains_both_lengths_and_every_capped_round_is_fine_tuned(paper_
     for run in cfg["bert"]["runs"]:
         metrics = pd.read_csv(workdir / f"results/pretrain/{run}/metrics.csv")
         assert list(metrics.updates) == [3, 6] and set(metrics.capped) == {1}
+    assert not (workdir / "results/finetune/bert_postln_3e-4").exists()  # pre-trained for its claim only
+    for run in cfg["bert"]["fig5"]["runs"]:
         for task in cfg["bert"]["fig5"]["tasks"]:
             for r in (1, 2):
                 summary = pd.read_csv(workdir / f"results/finetune/{run}/{task}/round{r}.summary.csv")

@@ -436,7 +436,7 @@ def test_editing_one_runs_lr_plans_only_that_run(demo):
     assert jobs.get("train") == ["run=adam_5e-4_warm500"]
     assert jobs.get("evaluate") == ["run=adam_5e-4_warm500"]
     assert jobs.get("plot_figure") == ["fig=fig2"]
-    assert not {"tokenize", "bpe_learn", "binarize"} & set(jobs)
+    assert not {"tokenize", "bpe_learn", "binarize", "binarize_separate"} & set(jobs)
 
 
 @pytest.mark.slow

@@ -33,7 +33,8 @@ import torch
 import torch.nn as nn
 
 from ..settings import ADMIN_PROFILE_METHOD
-from .model import ResidualSublayer, Transformer
+from .layers import ResidualSublayer
+from .model import Transformer
 
 # written into omega.json; a file without it (or with another) is refused by load_omegas
 METHOD = ADMIN_PROFILE_METHOD

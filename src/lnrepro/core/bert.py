@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from .checkpoint import load_checkpoint
 from .data import BOS, EOS, PAD
-from .model import EncoderLayer, ModelConfig, dropout
+from .layers import dropout
+from .model import EncoderLayer, ModelConfig
 from ..settings import PRETRAIN_DEFAULTS
 
 NORMS = ("post", "pre")  # BERT's residual sublayers (Admin is for the seq2seq model)

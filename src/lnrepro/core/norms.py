@@ -1,6 +1,6 @@
 """The normalization variants beyond Post-LN, Pre-LN, Admin and FixUp (issue 45): their constants, each
 with the paper's formula and the line of the authors' code it is read from, and the normalization
-functions that replace LayerNorm. The residual sublayers that use them are lnrepro.core.model's.
+functions that replace LayerNorm. The residual sublayers that use them are lnrepro.core.layers'.
 
 Reference code read (snapshots by commit; "file:line@commit" below):
   torchscale   github.com/microsoft/torchscale         4d1e0e82e5adf86dd424f1463192635b73fc8efc (DeepNorm)
@@ -78,7 +78,7 @@ def deepnorm_constants(side, enc_layers, dec_layers, source=DEEPNORM_BETA_SOURCE
 #   embedding * (9 * decoder_layers)^(-1/4) unless all embeddings are shared (transformer.py:604-607): a
 #   shared embedding is scaled once, by the encoder's factor.
 # PICKED: the code's per-stack depths (N = encoder layers, M = decoder layers); for N = M it is the paper's.
-# This model's attention stacks [W^Q; W^K; W^V] under one xavier over (3d x d) (model.MultiheadAttention):
+# This model's attention stacks [W^Q; W^K; W^V] under one xavier over (3d x d) (layers.MultiheadAttention):
 # the V rows' bound sqrt(6 / 4d) is fairseq's gain 1/sqrt(2), so the same sqrt(2) applies.
 TFIXUP_ENC_COEF = 0.67  # transformer_layer.py:42@b17e166
 TFIXUP_DEC_DEPTH_FACTOR = 9  # transformer_layer.py:168@b17e166; embeddings: models/transformer.py:380, 606
