@@ -530,8 +530,9 @@ def test_runs_train_the_papers_model_sizes(paper_build):
     logs = workdir / "logs"
     count, vocab = logged_parameters(logs / "train/adam_5e-4_warm4000.log")
     from lnrepro.core.data import vocab_sizes
-    src, tgt = vocab_sizes(workdir / "results/data/iwslt14/bpe10000/bin_separate")  # Xiong's IWSLT: one per side
-    assert vocab == tgt and src != tgt  # the log names the target's, the loss's vocabulary
+    merges = cfg["corpora"]["iwslt14"]["bpe_merges"]  # the capped build's, not the paper's 10,000
+    src, tgt = vocab_sizes(workdir / f"results/data/iwslt14/bpe{merges}/bin_separate")  # Xiong's IWSLT: one per side
+    assert tgt and vocab == tgt  # one dictionary per side (tgt 0: joined); the log names the loss's, the target's
     # 6+6, d 512, FFN 1024: 31.6M besides the embeddings
     assert count == transformer_parameters(cfg["models"]["iwslt"], src, tgt_vocab=tgt)
     assert count - (src + tgt) * 512 > 31_000_000
