@@ -21,10 +21,11 @@ class Evaluate:
     def eval_inputs(self, wildcards):
         corpus = self.run_corpus(wildcards.run)
         split = self.decode_settings(corpus)["split"]
+        files = self.run_bin_files(wildcards.run)
         inputs = {
             "metrics": f"results/train/{wildcards.run}/metrics.csv",
-            "dict": self.run_bin_files(wildcards.run)["dict"],
-            "data": self.run_bin_files(wildcards.run)[split],
+            "dict": files["dict"],
+            "data": files[split],
             "reference": f"{self.data_dir(corpus)}/text/{split}.tgt",
         }
         if self.detok_reference(corpus):
