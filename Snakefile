@@ -35,10 +35,10 @@ envvars:
 
 
 # Each rule file holds its rules; what they ask of the config is P (lnrepro.pipeline, one part per
-# rule file), which common.smk makes and validates against workflow/schemas/config.schema.yaml (one
-# line per error, not the schema), then checks the runs and corpora; bert_data.smk the BERT data;
-# P.check_sections() below the sections only some targets read (Pipeline.SECTION_CHECKS). With
-# several config errors, the first one reported follows this order.
+# rule file: P.admin, P.data, ...), which common.smk makes and validates once (P.validate: the schema,
+# one line per error, then the runs, corpora, downloads and BERT data); P.check_plan() below checks
+# the sections only some targets read (lnrepro.pipeline.sections) where the plan is rule all's, and
+# the targets named. With several config errors, the first one reported follows this order.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/data.smk"
@@ -62,12 +62,7 @@ rule all:
     default_target: True
 
 
-P.check_sections()
-P.check_targets()
-# after every check (a config error stays the first line): downloads without a sha256 or over http,
-# values far outside the papers'
-P.note_unverified_downloads()
-P.note_far_out_values()
+P.check_plan()  # the sections rule all reads, the targets named; then notes
 
 
 # in the main process of a real run only (not -n, not the jobs Snakemake or a cluster starts)

@@ -84,15 +84,15 @@ def test_only_the_files_the_claims_read_can_make_them_stale():
     """fig4 plots the BLEU of runs no claim reads: a fresh build may decode them after the claims table
     is made, and its verdicts still judge fig4's claims' numbers (a CI run showed none for fig4)."""
     p = pipeline_of(yaml.safe_load((ROOT / "config" / "demo.yaml").read_text()))
-    p.validate_config()
+    p.validate()
     wildcards = Wildcards(fig="fig4")
-    inputs = p.figure_inputs(wildcards)
+    inputs = p.figures.figure_inputs(wildcards)
     files = [f for v in inputs.values() for f in ([v] if isinstance(v, str) else v)]
-    judged = set(p.claims_inputs(wildcards))
+    judged = set(p.claims.claims_inputs(wildcards))
     unread = [f for f in files if f not in judged]
     assert "results/eval/wmt_preln_7e-4_nowarm/bleu.csv" in unread  # fig4 shows it; no claim reads it
-    verdicts = p.caption_verdicts("{fig}")(wildcards, files, ["results/figures/fig4.pdf", "results/figures/fig4.csv"])
+    verdicts = p.claims.caption_verdicts("{fig}")(wildcards, files, ["results/figures/fig4.pdf", "results/figures/fig4.csv"])
     assert verdicts.figures == ("fig4",) and verdicts.claims_csv == "results/claims.csv"
     assert set(verdicts.made) == set(files) & judged and verdicts.made and not set(verdicts.made) & set(unread)
-    lab = p.caption_verdicts("{sweep}", lab=True)(Wildcards(sweep="lab"), ["results/sweeps/lab.csv"], [])
+    lab = p.claims.caption_verdicts("{sweep}", lab=True)(Wildcards(sweep="lab"), ["results/sweeps/lab.csv"], [])
     assert lab.claims_csv == "results/lab_claims.csv" and lab.made == ("results/sweeps/lab.csv",)

@@ -14,7 +14,7 @@ from workflow_helpers import ROOT, pipeline_of, snakemake, workflow_copy
 def demo_run_count():
     """The demo's runs as its checks see them: `runs:` and every sweep's cells (lnrepro.pipeline.sweeps)."""
     p = pipeline_of(yaml.safe_load((ROOT / "config" / "demo.yaml").read_text()))
-    p.validate_config()
+    p.validate()
     return len(p.config["runs"])
 
 
@@ -136,7 +136,7 @@ def test_a_probed_run_that_trains_post_ln_by_default_is_taken(tmp_path):
 @pytest.mark.medium
 def test_a_section_is_checked_when_a_target_needs_it(tmp_path):
     """An error of the admin: section stops the targets that read it, in one line, and not Fig 4's
-    plan (lnrepro.pipeline.Pipeline.checked); before, every plan stopped at it."""
+    plan (lnrepro.pipeline.sections.Sections.checked); before, every plan stopped at it."""
     workflow_copy(tmp_path)
     config = edited_config(tmp_path, lambda c: c["admin"]["lr_grid"]["cells"][0].update(run="nope_run"))
     fig4 = snakemake(tmp_path, "-n", "results/figures/fig4.pdf", "--configfile", config, check=False)

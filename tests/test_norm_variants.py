@@ -469,14 +469,13 @@ def test_the_trainer_takes_a_variant_per_side_and_a_norm_fn_and_records_them(toy
 
 def test_a_config_run_of_each_variant_trains_with_its_flags_and_the_papers_runs_keep_theirs():
     config = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
-    before = {run: pipeline_of(copy.deepcopy(config)).train_flags(SimpleNamespace(run=run)) for run in config["runs"]}
+    before = {run: pipeline_of(copy.deepcopy(config)).train.train_flags(SimpleNamespace(run=run)) for run in config["runs"]}
     for norm in settings.VARIANT_NORMS:
         config["runs"][f"lab_{norm}"] = {"norm": norm, **({} if norm == "tfixup" else {"norm_fn": "rmsnorm"})}
     config["runs"]["lab_hybrid"] = {"enc_norm": "resi_dual", "dec_norm": "pre", "norm_fn": "dyt"}
     p = pipeline_of(config)
-    p.validate_config()
-    p.check_config()
-    flags = {run: p.train_flags(SimpleNamespace(run=run)) for run in config["runs"]}
+    p.validate()
+    flags = {run: p.train.train_flags(SimpleNamespace(run=run)) for run in config["runs"]}
     assert " --enc-norm deepnorm " in flags["lab_deepnorm"] and " --dec-norm deepnorm " in flags["lab_deepnorm"]
     assert " --norm-fn rmsnorm " in flags["lab_sandwich"] and "--norm-fn" not in flags["lab_tfixup"]
     assert " --enc-norm resi_dual " in flags["lab_hybrid"] and " --dec-norm pre " in flags["lab_hybrid"]

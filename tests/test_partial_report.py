@@ -10,7 +10,7 @@ import yaml
 from docutils.core import publish_parts
 
 import browser
-from lnrepro.pipeline.common import rst_literal
+from lnrepro.pipeline import rst_literal
 from workflow_helpers import ROOT, report_captions, snakemake, workflow_copy
 
 ON_DISK = "$(ls results/figures/*.pdf results/tables/*.csv results/claims.csv 2>/dev/null)"  # docs/papers.md's
@@ -55,7 +55,7 @@ def test_the_reports_figure_preview_shows_in_headless_chromium(theory_report, tm
 def test_config_text_reaches_a_report_caption_as_literal_text(tmp_path):
     """A figure's `paper:` text is the user's, not the report's markup (issue 42): `.. raw:: html` put a
     <script> into report.html and `.. include::` a file's content. Each caption now shows the text as
-    written (lnrepro.pipeline.common.rst_literal, as Snakemake renders captions: docutils' HTML)."""
+    written (lnrepro.pipeline.rst_literal, as Snakemake renders captions: docutils' HTML)."""
     secret = tmp_path / "secret.txt"
     secret.write_text("SECRET-CONTENT-71\n")
     hostile = (f"MARKER-42 |W_2 - W_1| *not bold* `code`_\n\n.. raw:: html\n\n   <script>alert(1)</script>\n\n"

@@ -18,12 +18,14 @@ from workflow_helpers import pipeline_of  # noqa: E402
 
 
 def pipeline(name="demo", edit=None):
-    """The Pipeline of config/<name>.yaml (edited), as common.smk makes it: the schema's defaults first."""
+    """The Pipeline of config/<name>.yaml (edited) after Pipeline.validate's first steps: the schema (its
+    defaults filled in) and the sweeps' cells; a test then runs the check it is about."""
     config = yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
     if edit:
         edit(config)
     p = pipeline_of(config)
-    p.validate_config()
+    p.checks.validate_config()
+    p.sweeps.expand_sweeps()
     return p
 
 
@@ -48,67 +50,67 @@ def test_importing_the_pipeline_loads_no_torch():
 
 
 def test_a_run_merges_defaults_model_and_its_own_keys(paper):
-    s = paper.run_settings("liu_wmt_pre_6L")
+    s = paper.runs.run_settings("liu_wmt_pre_6L")
     # train_defaults <- models.wmt_admin <- the run: its own keys win, `norm` sets both sides
     assert (s["enc_layers"], s["dec_layers"], s["enc_norm"], s["dec_norm"]) == (6, 6, "pre", "pre")
     assert s["optimizer"] == "radam" and s["lr"] == 1e-3
     # update_tokens 32768 on one GPU of 8192 tokens: the paper's batch by accumulating 4 passes
     assert s["update_freq"] == 4
-    assert paper.run_norms("liu_wmt_admin_6L") == ("admin", "admin")
+    assert paper.runs.run_norms("liu_wmt_admin_6L") == ("admin", "admin")
 
 
 def test_a_run_trains_with_the_flags_of_its_settings(paper):
-    flags = paper.train_flags(types.SimpleNamespace(run="liu_wmt_admin_6L")).split()
+    flags = paper.train.train_flags(types.SimpleNamespace(run="liu_wmt_admin_6L")).split()
     assert flags[flags.index("--update-freq") + 1] == "4"
     assert flags[flags.index("--enc-norm") + 1] == "admin"
     assert flags[flags.index("--admin-omega") + 1] == "results/admin/liu_wmt_admin_6L/omega.json"
-    assert "--admin-omega" not in paper.train_flags(types.SimpleNamespace(run="liu_wmt_pre_6L"))
+    assert "--admin-omega" not in paper.train.train_flags(types.SimpleNamespace(run="liu_wmt_pre_6L"))
 
 
 def test_paths_follow_the_corpus_and_its_merges(paper):
-    corpus = paper.run_corpus("liu_wmt_pre_6L")
+    corpus = paper.runs.run_corpus("liu_wmt_pre_6L")
     merges = paper.config["corpora"][corpus]["bpe_merges"]
-    assert paper.bin_files(corpus)["train"] == f"results/data/{corpus}/bpe{merges}/bin/train.pt"
+    assert paper.runs.bin_files(corpus)["train"] == f"results/data/{corpus}/bpe{merges}/bin/train.pt"
 
 
 def test_each_run_trains_on_its_own_dictionaries(paper):
     """Xiong et al.'s IWSLT runs on one dictionary per side, Liu et al.'s and the WMT14 runs on a joined one."""
-    assert paper.run_data_dir("adam_5e-4_warm4000") == "results/data/iwslt14/bpe10000/bin_separate"
-    assert paper.run_bin_files("adam_5e-4_warm4000")["dict"] == [
+    assert paper.runs.run_data_dir("adam_5e-4_warm4000") == "results/data/iwslt14/bpe10000/bin_separate"
+    assert paper.runs.run_bin_files("adam_5e-4_warm4000")["dict"] == [
         "results/data/iwslt14/bpe10000/bin_separate/dict.src.txt", "results/data/iwslt14/bpe10000/bin_separate/dict.tgt.txt"]
-    assert paper.run_data_dir("liu_iwslt_pre_seed1") == "results/data/iwslt14/bpe10000/bin"
-    assert paper.run_bin_files("wmt_preln_7e-4_nowarm")["dict"] == "results/data/wmt14/bpe40000/bin/dict.txt"
+    assert paper.runs.run_data_dir("liu_iwslt_pre_seed1") == "results/data/iwslt14/bpe10000/bin"
+    assert paper.runs.run_bin_files("wmt_preln_7e-4_nowarm")["dict"] == "results/data/wmt14/bpe40000/bin/dict.txt"
 
 
 def test_the_plan_fine_tunes_only_the_bert_runs_the_dag_fine_tunes(paper, tmp_path, monkeypatch):
     """Post-LN BERT at lr 3e-4 is pre-trained for its divergence claim, not fine-tuned (Fig 5 draws two runs)."""
-    assert "bert_postln_3e-4" in paper.bert_runs() and paper.finetuned_runs() == ["bert_postln", "bert_preln"]
-    assert not any("bert_postln_3e-4" in f for f in paper.fig5_summaries())
+    assert "bert_postln_3e-4" in paper.runs.bert_runs() and paper.bert.finetuned_runs() == ["bert_postln", "bert_preln"]
+    assert not any("bert_postln_3e-4" in f for f in paper.bert.fig5_summaries())
     monkeypatch.chdir(tmp_path)  # a long spec is written under .snakemake/ of the working dir
-    spec = paper.plan_spec(None)
+    spec = paper.plan.plan_spec(None)
     spec = yaml.safe_load(Path(spec[1:]).read_text()) if spec.startswith("@") else yaml.safe_load(spec)
     assert set(spec["bert"]["finetune_rounds"]) == {"bert_postln", "bert_preln"}
 
 
 def test_the_real_configs_pass_every_check(paper):
     for p in (pipeline("demo"), paper):
-        p.check_config()
-        p.check_trainable()
-        p.check_admin_config()
-        p.check_admin_run_settings()
-        p.check_probe_config()
-        p.check_claims_config()
+        p.checks.check_config()
+        p.checks.check_trainable()
+        p.admin.check_admin_config()
+        p.admin.check_admin_run_settings()
+        p.probe.check_probe_config()
+        p.claims.check_claims_config()
 
 
 def test_an_unknown_corpus_is_one_line_with_the_closest_name(capsys):
     p = pipeline(edit=lambda c: c["runs"]["adam_5e-4_nowarm"].update(corpus="deen2"))
-    assert refusal(capsys, p.check_config) == \
+    assert refusal(capsys, p.checks.check_config) == \
         "config: runs.adam_5e-4_nowarm.corpus: 'deen2' is not a corpus (did you mean 'deen'?)"
 
 
 def test_a_norm_pair_the_model_cannot_build_is_refused(capsys):
     p = pipeline(edit=lambda c: c["runs"]["adam_5e-4_nowarm"].update(enc_norm="admin", dec_norm="pre"))
-    assert refusal(capsys, p.check_config).startswith(
+    assert refusal(capsys, p.checks.check_config).startswith(
         "config: runs.adam_5e-4_nowarm: enc_norm/dec_norm admin/pre cannot be built")
 
 
@@ -123,13 +125,13 @@ def test_an_update_norm_pair_past_the_runs_epochs_is_a_planning_error(capsys):
     def late_pair(c):
         c["admin"]["update_norms"]["fig11"]["epochs"] = [1, 100]
     p = pipeline(edit=late_pair)
-    epochs = p.run_settings("liu_wmt_pre_6L")["epochs"]
-    assert refusal(capsys, p.check_admin_run_settings) == (
+    epochs = p.runs.run_settings("liu_wmt_pre_6L")["epochs"]
+    assert refusal(capsys, p.admin.check_admin_run_settings) == (
         f"config: admin.update_norms.fig11.epochs: the pair (100, 101) reads the checkpoint of epoch 101, "
         f"but liu_wmt_pre_6L trains {epochs} epochs")
     last = copy.deepcopy(p.config)
     last["admin"]["update_norms"]["fig11"]["epochs"] = [epochs - 1]  # the last pair a run writes
-    Pipeline(last, p.workflow).check_admin_run_settings()
+    Pipeline(last, p.workflow).admin.check_admin_run_settings()
 
 
 # ---- the checkpoints later steps read, declared to the DAG (issue 32, item 3) -------------------
@@ -152,19 +154,19 @@ class Trained:
 def readers(p):
     """(run, the checkpoints it declares) of every job of the config that reads checkpoints."""
     jobs = []
-    for f in p.eval_files():
+    for f in p.retention.eval_files():
         n = re.fullmatch(r"results/eval/(.+)/bleu_avg(\d+)\.csv", f)
         if n:
-            jobs.append((n.group(1), p.last_checkpoints(types.SimpleNamespace(run=n.group(1), n=n.group(2)))))
-    run = p.probe_cfg()["run"]
-    jobs.append((run, p.probed_checkpoint(types.SimpleNamespace(run=run))))
+            jobs.append((n.group(1), p.checkpoint_reads.last_checkpoints(types.SimpleNamespace(run=n.group(1), n=n.group(2)))))
+    run = p.probe.probe_cfg()["run"]
+    jobs.append((run, p.checkpoint_reads.probed_checkpoint(types.SimpleNamespace(run=run))))
     for fig in p.config["admin"]["layer_dependency"]:
-        jobs.append((None, p.dependency_checkpoints(types.SimpleNamespace(ldfig=fig))))
+        jobs.append((None, p.checkpoint_reads.dependency_checkpoints(types.SimpleNamespace(ldfig=fig))))
     for fig in p.config["admin"]["update_norms"]:
-        jobs.append((None, p.update_norm_checkpoints(types.SimpleNamespace(unfig=fig))))
-    for f in p.fig5_summaries():
+        jobs.append((None, p.checkpoint_reads.update_norm_checkpoints(types.SimpleNamespace(unfig=fig))))
+    for f in p.bert.fig5_summaries():
         run, task, r = re.fullmatch(r"results/finetune/(.+)/(.+)/round(\d+)\.summary\.csv", f).groups()
-        jobs.append((run, p.finetuned_checkpoint(types.SimpleNamespace(run=run, task=task, round=r))))
+        jobs.append((run, p.checkpoint_reads.finetuned_checkpoint(types.SimpleNamespace(run=run, task=task, round=r))))
     return jobs
 
 
@@ -173,7 +175,7 @@ def test_each_reader_declares_the_checkpoints_it_reads_and_retention_keeps_them(
 
     p = pipeline("config")
     epochs = 40  # Fig 11 draws the pairs from (39, 40): every one is written
-    p.checkpoints = types.SimpleNamespace(train=Trained(tmp_path / "train", epochs),
+    p.checkpoint_reads.checkpoints = types.SimpleNamespace(train=Trained(tmp_path / "train", epochs),
                                           pretrain=Trained(tmp_path / "pretrain", epochs))
     jobs = readers(p)
     declared = [f for _, files in jobs for f in files]
@@ -185,8 +187,8 @@ def test_each_reader_declares_the_checkpoints_it_reads_and_retention_keeps_them(
     assert "liu_wmt_pre_6L_sgd/checkpoints/epoch3.pt" not in names
     assert all(f.startswith(str(tmp_path)) for f in declared)
     # what `lnrepro retain` keeps of each run (keep: needed) holds every checkpoint a reader declares
-    for run, (_, needs) in p.checkpoint_readers().items():
-        metrics = (p.checkpoints.pretrain if run in p.bert_runs() else p.checkpoints.train).get(run=run).output[0]
+    for run, (_, needs) in p.retention.checkpoint_readers().items():
+        metrics = (p.checkpoint_reads.checkpoints.pretrain if run in p.runs.bert_runs() else p.checkpoint_reads.checkpoints.train).get(run=run).output[0]
         listed = trained_checkpoints(metrics)
         kept = {str(path) for e, _, path in listed if e in needed_epochs(needs, [(e, u) for e, u, _ in listed])}
         assert {f for f in declared if f.startswith(str(Path(metrics).parent) + "/")} <= kept, run
@@ -202,18 +204,18 @@ def test_a_reader_waits_for_its_trainings_manifest():
         def get(self, run):
             raise IncompleteCheckpointException(None, f"results/train/{run}/metrics.csv")
 
-    p.checkpoints = types.SimpleNamespace(train=Untrained(), pretrain=Untrained())
+    p.checkpoint_reads.checkpoints = types.SimpleNamespace(train=Untrained(), pretrain=Untrained())
     with pytest.raises(IncompleteCheckpointException):
-        p.probed_checkpoint(types.SimpleNamespace(run=p.probe_cfg()["run"]))
+        p.checkpoint_reads.probed_checkpoint(types.SimpleNamespace(run=p.probe.probe_cfg()["run"]))
 
 
 def test_a_sections_checks_run_once_when_it_is_first_read(capsys):
     def bad_lr_grid(c):
         c["admin"]["lr_grid"]["cells"][0]["run"] = "nope_run"
     p = pipeline(edit=bad_lr_grid)
-    assert p.run_settings("adam_5e-4_nowarm")["corpus"] == "deen"  # the runs' part reads no admin:
-    assert refusal(capsys, p.admin_targets).startswith("config: admin.lr_grid: 'nope_run' is not a run")
+    assert p.runs.run_settings("adam_5e-4_nowarm")["corpus"] == "deen"  # the runs' part reads no admin:
+    assert refusal(capsys, p.admin.admin_targets).startswith("config: admin.lr_grid: 'nope_run' is not a run")
     good = pipeline()
-    good.admin_targets()
+    good.admin.admin_targets()
     good.config["admin"]["lr_grid"]["cells"][0]["run"] = "nope_run"  # after the check: not checked again
-    assert "results/figures/liu_fig10.pdf" in good.admin_targets()
+    assert "results/figures/liu_fig10.pdf" in good.admin.admin_targets()

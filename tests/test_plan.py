@@ -200,18 +200,18 @@ def paper_spec(p, monkeypatch):
     """The plan rule's spec of a Pipeline, as JSON (not written to a file however long)."""
     import lnrepro.pipeline.plan as pipeline_plan
     monkeypatch.setattr(pipeline_plan, "spec_argument", lambda value: json.dumps(value, sort_keys=True))
-    return json.loads(p.plan_spec(None))
+    return json.loads(p.plan.plan_spec(None))
 
 
 def test_a_paper_training_job_by_hand(paper):
     """adam_5e-4_warm4000 (IWSLT14, 6+6, d 512, fp32): ceil(160,239 x 28 / 4,096) = 1,096 updates an epoch x 30;
     host-bound at the measured pass (compute: 6 x 42.2M x 4,096 / (67 x 0.3 TFLOP/s) = 52 ms < 73 ms)."""
-    job = paper.planned_job("train", types.SimpleNamespace(run="adam_5e-4_warm4000"))
+    job = paper.plan.planned_job("train", types.SimpleNamespace(run="adam_5e-4_warm4000"))
     assert (job["updates"], job["bound"], job["pass_s"]) == (32_880, "host", pytest.approx(HOST))
     minutes = (32_880 + 300) * HOST / 60 + 2  # + the warm-up's 300 passes, + 2 minutes to start
     assert job["minutes"] == pytest.approx(minutes) and job["runtime"] == math.ceil(1.5 * minutes) == 64
     # Liu's 18+18 WMT run: fp16, update_freq 4 (32,768 / 8,192): 4 passes an update at 3 x the measured fp16 pass
-    liu = paper.planned_job("train", types.SimpleNamespace(run="liu_wmt_post_18L"))
+    liu = paper.plan.planned_job("train", types.SimpleNamespace(run="liu_wmt_post_18L"))
     assert liu["updates"] == 100 * math.ceil(4_500_000 * 32 / 32_768) == 439_500
     assert liu["minutes"] == pytest.approx((4 * 439_500 + 300) * 36 / 12 / 12.921 / 60 + 2)  # 113 h
     assert liu["runtime"] == 2880  # 1.5 x 6,806 minutes, capped by config.yaml's resources.max_runtime
@@ -220,22 +220,22 @@ def test_a_paper_training_job_by_hand(paper):
 def test_the_dag_asks_slurm_for_the_planned_runtime_an_explicit_one_wins(paper):
     """resources.smk's runtime: the planned one x attempt, at most max_runtime; the config's own wins."""
     adam, liu = (types.SimpleNamespace(run=r) for r in ("adam_5e-4_warm4000", "liu_wmt_post_18L"))
-    runtime = paper.runtime("train", "train")
+    runtime = paper.plan.runtime("train", "train")
     assert (runtime(adam, 1), runtime(adam, 2), runtime(liu, 1), runtime(liu, 2)) == (64, 128, 2880, 2880)
-    decoded = paper.runtime("evaluate", "evaluate")(adam, 1)
-    assert decoded == paper.planned_job("evaluate", adam)["runtime"] == 24
+    decoded = paper.plan.runtime("evaluate", "evaluate")(adam, 1)
+    assert decoded == paper.plan.planned_job("evaluate", adam)["runtime"] == 24
     explicit = pipeline("config", lambda c: c["resources"]["train"].update(runtime=100))
-    assert (explicit.runtime("train", "train")(adam, 1), explicit.runtime("train", "train")(adam, 2)) == (100, 200)
-    assert explicit.runtime("evaluate", "evaluate")(adam, 1) == 24  # evaluate's still planned
+    assert (explicit.plan.runtime("train", "train")(adam, 1), explicit.plan.runtime("train", "train")(adam, 2)) == (100, 200)
+    assert explicit.plan.runtime("evaluate", "evaluate")(adam, 1) == 24  # evaluate's still planned
     uncapped = pipeline("config", lambda c: c["resources"].pop("max_runtime"))
-    assert uncapped.runtime("train", "train")(liu, 1) == math.ceil(1.5 * ((4 * 439_500 + 300) * 3 / 12.921 / 60 + 2))
+    assert uncapped.plan.runtime("train", "train")(liu, 1) == math.ceil(1.5 * ((4 * 439_500 + 300) * 3 / 12.921 / 60 + 2))
 
 
 def test_a_decode_job_by_hand_grows_with_the_sentences_and_the_beam(paper):
     """Per-epoch decoding of a 30-epoch IWSLT run: 6,750 test sentences of 28 tokens at the measured 512.7
     sentences/s (17-token sentences, beam 5, 12 layers, d 512) + 5 s to load each checkpoint; averaged
     decoding: 10 checkpoints loaded, one decoded."""
-    s, corpus = paper.plan_run("adam_5e-4_warm4000"), paper.corpus_cfg("iwslt14")
+    s, corpus = paper.plan.plan_run("adam_5e-4_warm4000"), paper.runs.corpus_cfg("iwslt14")
     th = plan.Throughput()
     one = 6_750 / 512.7 * 28 / 17
     job = plan.decode_job("r", s, corpus, {"beam": 5, "split": "test"}, 0, th)

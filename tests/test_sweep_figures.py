@@ -73,8 +73,8 @@ def test_the_commands_draw_the_figure_and_its_table_from_the_cells(tmp_path, com
 
 def test_a_figure_needs_the_axis_it_reads_before_any_job():
     p = expanded(with_sweep())  # x: warm-up
-    assert json.loads(p.sweep_thresholds_spec(type("W", (), {"sweep": "lab"})()))["x"] == "warmup"
-    message = refusal(lambda: p.sweep_lr_sensitivity_spec(type("W", (), {"sweep": "lab"})()))
+    assert json.loads(p.sweeps.sweep_thresholds_spec(type("W", (), {"sweep": "lab"})()))["x"] == "warmup"
+    message = refusal(lambda: p.sweeps.sweep_lr_sensitivity_spec(type("W", (), {"sweep": "lab"})()))
     assert "config: sweeps.lab: its lr-sensitivity figure reads the phase diagram's cells along lr; its x axis is 'warmup'" in message
 
 
@@ -82,21 +82,21 @@ def test_a_cell_a_run_or_an_earlier_sweep_trains_is_that_run():
     """The demo's lab_lr at lr 1e-3 is lab at warm-up 146; lab_fn's LayerNorm is lab's Pre-LN (norm_fn
     layernorm is the trainer's default): those cells train once."""
     p = expanded(copy.deepcopy(DEMO))
-    lr_cells = dict(((values["norm"], values["layers"], values["lr"], seed), run) for run, values, seed in p.sweep_cells("lab_lr"))
+    lr_cells = dict(((values["norm"], values["layers"], values["lr"], seed), run) for run, values, seed in p.sweeps.sweep_cells("lab_lr"))
     assert lr_cells[("post", 18, 1e-3, 2)] == "lab_post_18L_warmup146_s2"
     assert lr_cells[("post", 18, 2e-3, 2)] == "lab_lr_post_18L_lr2e-3_s2" and "lab_lr_post_18L_lr1e-3_s2" not in p.config["runs"]
-    fn_runs = [run for run, values, _ in p.sweep_cells("lab_fn") if values["norm_fn"] == "layernorm"]
+    fn_runs = [run for run, values, _ in p.sweeps.sweep_cells("lab_fn") if values["norm_fn"] == "layernorm"]
     assert fn_runs[0] == "lab_pre_6L_warmup0_s1" and all(r.startswith("lab_pre_") for r in fn_runs)
-    assert len(set(p.sweep_runs("lab")) | set(p.sweep_runs("lab_fn")) | set(p.sweep_runs("lab_lr"))) == 48 + 16 + 48
+    assert len(set(p.sweeps.sweep_runs("lab")) | set(p.sweeps.sweep_runs("lab_fn")) | set(p.sweeps.sweep_runs("lab_lr"))) == 48 + 16 + 48
     # a run of runs: that trains as a cell is that cell's run
     mine = with_sweep()
     mine["runs"]["mine"] = {**LAB["template"], "norm": "post", "enc_layers": 6, "dec_layers": 6, "warmup": 146, "seed": 2}
-    cells = {run for run, _, _ in expanded(mine).sweep_cells("lab")}
+    cells = {run for run, _, _ in expanded(mine).sweeps.sweep_cells("lab")}
     assert "mine" in cells and "lab_post_6L_warmup146_s2" not in cells and len(cells) == 16
     # one setting apart (the seed, a warm-up) is another run
     other = with_sweep()
     other["sweeps"]["again"] = {**copy.deepcopy(LAB), "template": {**LAB["template"], "lr": 1.1e-3}}
-    assert not any(run.startswith("lab_") for run, _, _ in expanded(other).sweep_cells("again"))
+    assert not any(run.startswith("lab_") for run, _, _ in expanded(other).sweeps.sweep_cells("again"))
 
 
 @pytest.mark.medium
@@ -115,7 +115,7 @@ def test_the_lab_figures_plan_from_the_phase_cells(tmp_path):
 def test_the_claims_matrix_measures_each_claim_for_every_scheme_and_marks_its_own():
     from lnrepro.analyses.claims_matrix import markdown, matrix
     from test_sweeps import lab_table
-    lab = expanded(copy.deepcopy(DEMO)).measured_claims(lab=True)
+    lab = expanded(copy.deepcopy(DEMO)).claims.measured_claims(lab=True)
     tables = {"lab": lab_table({"post": lambda d, w: 6.8 if d == 6 else 7.7, "pre": lambda d, w: 6.4,
                                 "deepnorm": lambda d, w: 6.5 if d == 6 else 7.2, "tfixup": lambda d, w: 6.0,
                                 "sandwich": lambda d, w: 6.6, "resi_dual": lambda d, w: 6.2}),

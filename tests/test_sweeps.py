@@ -36,29 +36,28 @@ def refusal(check):
 
 def expanded(config):
     p = pipeline_of(config)
-    p.validate_config()
-    p.check_config()
+    p.validate()
     return p
 
 
 def test_a_sweep_expands_into_named_runs_each_with_its_cells_settings():
     p = expanded(with_sweep())
-    cells = p.sweep_cells("lab")
+    cells = p.sweeps.sweep_cells("lab")
     assert len(cells) == 2 * 2 * 2 * 2
     assert [run for run, _, _ in cells[:3]] == ["lab_post_6L_warmup0_s1", "lab_post_6L_warmup0_s2", "lab_post_6L_warmup146_s1"]
     assert cells[-1] == ("lab_deepnorm_18L_warmup146_s2", {"norm": "deepnorm", "layers": 18, "warmup": 146}, 2)
-    s = p.run_settings("lab_deepnorm_18L_warmup146_s2")
+    s = p.runs.run_settings("lab_deepnorm_18L_warmup146_s2")
     assert (s["enc_norm"], s["dec_norm"], s["enc_layers"], s["dec_layers"], s["warmup"], s["seed"]) == \
         ("deepnorm", "deepnorm", 18, 18, 146, 2)
     assert (s["optimizer"], s["lr"], s["d_model"], s["epochs"]) == ("radam", 1e-3, 64, 3)  # template, model, run
     assert set(DEMO["runs"]) < set(p.config["runs"])  # the config's own runs stay as they are
     for run, _, _ in cells:
-        assert "--seed" in p.train_flags(type("W", (), {"run": run})())
+        assert "--seed" in p.train.train_flags(type("W", (), {"run": run})())
 
 
 def test_axis_words_name_lrs_and_hybrids_readably():
     sweep = {**LAB, "axes": {"enc_norm": ["resi_dual"], "lr": [1.0e-3, 2.5e-4], "adam_beta2": [0.99]}, "seeds": [3]}
-    runs = [run for run, _, _ in expanded(with_sweep(sweep, "g")).sweep_cells("g")]
+    runs = [run for run, _, _ in expanded(with_sweep(sweep, "g")).sweeps.sweep_cells("g")]
     assert runs == ["g_encresi_dual_lr1e-3_adam_beta20.99_s3", "g_encresi_dual_lr2.5e-4_adam_beta20.99_s3"]
 
 
@@ -159,20 +158,20 @@ def test_a_phase_cell_counts_its_failed_seeds_and_averages_their_losses():
 
 def test_the_phase_diagram_takes_the_sweeps_axes_or_its_phase():
     p = expanded(with_sweep())
-    assert p.sweep_phase_axes("lab") == ("norm", "layers", "warmup")
+    assert p.sweeps.sweep_phase_axes("lab") == ("norm", "layers", "warmup")
     p = expanded(with_sweep({**LAB, "axes": {"layers": [2, 4], "lr": [1e-3]}}))
-    assert p.sweep_phase_axes("lab") == (None, "layers", "lr")
+    assert p.sweeps.sweep_phase_axes("lab") == (None, "layers", "lr")
     sweep = {**LAB, "axes": {**LAB["axes"], "adam_beta2": [0.98]}, "phase": {"facet": "norm", "y": "layers", "x": "lr"}}
     assert "config: sweeps.lab.phase.x: 'lr' is not an axis of the sweep" in refusal_before_any_job(with_sweep(sweep))
     four = expanded(with_sweep({**LAB, "axes": {**LAB["axes"], "adam_beta2": [0.98]}}))
-    assert "needs `phase: {facet, y, x}`" in refusal(lambda: four.sweep_phase_axes("lab"))
+    assert "needs `phase: {facet, y, x}`" in refusal(lambda: four.sweeps.sweep_phase_axes("lab"))
 
 
 def test_the_phase_diagram_says_what_failed_means_and_its_spec_carries_the_threshold():
     assert failed_words(7.0) == "diverged, or final valid loss >= 7 bits"
     assert failed_words(None).startswith("diverged (no converged_below")
     p = expanded(with_sweep())  # the demo's admin.converged_below, as the sweep sets none
-    assert json.loads(p.sweep_phase_spec(type("W", (), {"sweep": "lab"})()))["converged_below"] == 7.0
+    assert json.loads(p.sweeps.sweep_phase_spec(type("W", (), {"sweep": "lab"})()))["converged_below"] == 7.0
 
 
 # ---- the lab's claims (config/claims.yaml's `lab` and `lab_fn`): their own table, results/lab_claims.md ----
@@ -187,12 +186,12 @@ def lab_table(losses, key="norm"):
 def test_the_lab_claims_are_judged_apart_from_the_papers_on_the_lab_tables():
     from lnrepro.analyses.claims import evaluate
     p = expanded(copy.deepcopy(DEMO))
-    lab, papers = p.measured_claims(lab=True), p.measured_claims()
+    lab, papers = p.claims.measured_claims(lab=True), p.claims.measured_claims()
     assert set(lab) == {"lab_deepnorm_trains_deep", "lab_tfixup_trains_without_warmup", "lab_sandwich_converges_everywhere",
                         "lab_resi_dual_beats_preln_deep", "lab_fn_rmsnorm_comparable", "lab_fn_dyt_matches_layernorm"}
     assert not set(lab) & set(papers) and len(papers) == 117  # the papers' table, no lab claim in it
-    assert not any("sweeps" in f for f in p.claims_inputs(None))  # rule all's claims never train the lab
-    assert p.lab_claims_inputs(None) == ["results/sweeps/lab.csv", "results/sweeps/lab_fn.csv"]
+    assert not any("sweeps" in f for f in p.claims.claims_inputs(None))  # rule all's claims never train the lab
+    assert p.claims.lab_claims_inputs(None) == ["results/sweeps/lab.csv", "results/sweeps/lab_fn.csv"]
     tables = {"lab": lab_table({"deepnorm": lambda d, w: 6.5 if d == 6 else 7.2, "tfixup": lambda d, w: 6.0,
                                 "sandwich": lambda d, w: 6.6, "resi_dual": lambda d, w: 6.2, "pre": lambda d, w: 6.4}),
               "lab_fn": lab_table({"layernorm": lambda d, w: 6.40, "rmsnorm": lambda d, w: 6.45, "dyt": lambda d, w: 6.9},
@@ -206,8 +205,8 @@ def test_the_lab_claims_are_judged_apart_from_the_papers_on_the_lab_tables():
     assert table.loc["lab_fn_rmsnorm_comparable", "ours"] == pytest.approx(0.05)
     assert table.loc["lab_fn_dyt_matches_layernorm", ["paper_result"]].tolist() == ["FAIL"]  # 0.5 bits worse
     paper = expanded(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))  # the lab's grids at the papers' scale
-    assert not any(c["paper_missing"] for c in paper.measured_claims(lab=True).values())
-    assert paper.lab_claims_inputs(None) == ["results/sweeps/lab.csv", "results/sweeps/lab_fn.csv"]
+    assert not any(c["paper_missing"] for c in paper.claims.measured_claims(lab=True).values())
+    assert paper.claims.lab_claims_inputs(None) == ["results/sweeps/lab.csv", "results/sweeps/lab_fn.csv"]
     without = copy.deepcopy(DEMO)
     del without["sweeps"]
-    assert all(c["paper_missing"].startswith("this config has no sweeps.") for c in expanded(without).measured_claims(lab=True).values())
+    assert all(c["paper_missing"].startswith("this config has no sweeps.") for c in expanded(without).claims.measured_claims(lab=True).values())

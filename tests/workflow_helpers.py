@@ -47,7 +47,7 @@ def refusal_before_any_job(config):
     printed = io.StringIO()
     with contextlib.redirect_stderr(printed):
         try:
-            for check in (p.validate_config, p.check_config, p.check_trainable, p.check_bert_data_config, p.check_sections):
+            for check in (p.validate, p.sections.check_all):  # common.smk's, then the Snakefile's (rule all)
                 check()
         except SystemExit as stopped:
             assert stopped.code == 1, stopped.code

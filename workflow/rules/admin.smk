@@ -9,7 +9,7 @@
 
 rule gradient_vanishing:
     input:
-        unpack(P.vanishing_data),
+        unpack(P.admin.vanishing_data),
     output:
         pdf="results/figures/liu_fig5.pdf",
         png=report("results/figures/liu_fig5.png", caption="../report/liu.rst", category="Admin"),
@@ -19,10 +19,10 @@ rule gradient_vanishing:
         caption=P.report_caption("admin", "gradients", table="results/figures/liu_fig5_vanishing.csv",
                                  got="per norm combination, the first sublayer's gradient norm over the top one's, "
                                      "mean of the seeds, and whether it vanishes"),
-        verdicts=P.caption_verdicts("liu_fig5"),  # read when the report renders
-        flags=P.vanishing_flags,
-        scale_note=P.scale_note("vanishing"),
-    threads: P.threads("train")
+        verdicts=P.claims.caption_verdicts("liu_fig5"),  # read when the report renders
+        flags=P.admin.vanishing_flags,
+        scale_note=P.scale_note.flag("vanishing"),
+    threads: P.resources.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -36,7 +36,7 @@ rule gradient_vanishing:
 
 rule output_change:
     input:
-        unpack(P.output_change_data),
+        unpack(P.admin.output_change_data),
     output:
         pdf="results/figures/liu_fig2.pdf",
         png=report("results/figures/liu_fig2.png", caption="../report/liu.rst", category="Admin"),
@@ -46,11 +46,11 @@ rule output_change:
         caption=P.report_caption("admin", "output_change", table="results/figures/liu_fig2_fits.csv",
                                  got="per norm and perturbation, the output change fitted against N and ln N: "
                                      "slope, intercept, r"),
-        verdicts=P.caption_verdicts("liu_fig2"),  # read when the report renders
-        flags=P.output_change_flags,
-        scale_note=P.scale_note("output_change"),
+        verdicts=P.claims.caption_verdicts("liu_fig2"),  # read when the report renders
+        flags=P.admin.output_change_flags,
+        scale_note=P.scale_note.flag("output_change"),
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models are profiled in the job: a new method reruns it
-    threads: P.threads("train")
+    threads: P.resources.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -71,8 +71,8 @@ use rule output_change as lab_output_change with:
         csv="results/figures/lab_output_change.csv",
         fits="results/figures/lab_output_change_fits.csv",
     params:
-        flags=P.lab_output_change_flags,
-        scale_note=P.scale_note("output_change"),
+        flags=P.admin.lab_output_change_flags,
+        scale_note=P.scale_note.flag("output_change"),
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models are profiled in the job: a new method reruns it
     log:
         "logs/admin/lab_output_change.log",
@@ -82,7 +82,7 @@ use rule output_change as lab_output_change with:
 
 rule admin_table1:
     input:
-        unpack(P.table1_inputs),
+        unpack(P.admin.table1_inputs),
     output:
         md="results/tables/admin_table1.md",
         csv=report("results/tables/admin_table1.csv", caption="../report/liu.rst", category="Admin"),
@@ -90,8 +90,8 @@ rule admin_table1:
         caption=P.report_caption("admin", "table1", table="results/tables/admin_table1.csv",
                                  got="per encoder and decoder norm, gradient vanishing at initialization (the "
                                      "decoder's bottom/top ratio) and the run's status, final valid loss and BLEU"),
-        verdicts=P.caption_verdicts("liu_table1"),  # read when the report renders
-        spec=P.table1_spec,
+        verdicts=P.claims.caption_verdicts("liu_table1"),  # read when the report renders
+        spec=P.admin.table1_spec,
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -103,15 +103,15 @@ rule admin_table1:
 
 rule admin_table2:
     input:
-        unpack(P.table2_inputs),
+        unpack(P.admin.table2_inputs),
     output:
         md="results/tables/admin_table2.md",
         csv=report("results/tables/admin_table2.csv", caption="../report/liu.rst", category="Admin"),
     params:
         caption=P.report_caption("admin", "table2", table="results/tables/admin_table2.csv",
                                  got="per norm and depth, the run's status, final valid loss (bits) and test BLEU"),
-        verdicts=P.caption_verdicts("liu_table2"),  # read when the report renders
-        spec=P.table2_spec,
+        verdicts=P.claims.caption_verdicts("liu_table2"),  # read when the report renders
+        spec=P.admin.table2_spec,
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -123,7 +123,7 @@ rule admin_table2:
 
 rule lr_grid:
     input:
-        unpack(P.lr_grid_inputs),
+        unpack(P.admin.lr_grid_inputs),
     output:
         pdf="results/figures/liu_fig10.pdf",
         png=report("results/figures/liu_fig10.png", caption="../report/liu.rst", category="Admin"),
@@ -131,9 +131,9 @@ rule lr_grid:
     params:
         caption=P.report_caption("admin", "lr_grid", table="results/figures/liu_fig10.csv",
                                  got="per norm, lr and beta2, the run's status, test BLEU and final valid loss"),
-        verdicts=P.caption_verdicts("liu_fig10"),  # read when the report renders
-        spec=P.lr_grid_spec,
-        scale_note=P.scale_note("lr_grid"),
+        verdicts=P.claims.caption_verdicts("liu_fig10"),  # read when the report renders
+        spec=P.admin.lr_grid_spec,
+        scale_note=P.scale_note.flag("lr_grid"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -146,8 +146,8 @@ rule lr_grid:
 # Figs 7-8: beta_{i,j} of the named runs at initialization and at their last checkpoint.
 rule layer_dependency:
     input:
-        unpack(P.dependency_inputs),
-        checkpoints=P.dependency_checkpoints,
+        unpack(P.admin.dependency_inputs),
+        checkpoints=P.checkpoint_reads.dependency_checkpoints,
     output:
         pdf="results/figures/liu_{ldfig}.pdf",
         png=report("results/figures/liu_{ldfig}.png", caption="../report/liu.rst", category="Admin"),
@@ -159,12 +159,12 @@ rule layer_dependency:
         caption=P.report_caption("admin", "layer_dependency", "{ldfig}", table="results/figures/liu_{ldfig}_summary.csv",
                                  got="per run, state and side, the mean share beta of each sublayer's own branch, "
                                      "of the branch below it and of the embeddings"),
-        verdicts=P.caption_verdicts("liu_fig7"),  # read when the report renders
-        spec=P.dependency_spec,
-        scale_note=P.scale_note("dependency"),
-        data_dir=P.dependency_data_dir,
+        verdicts=P.claims.caption_verdicts("liu_fig7"),  # read when the report renders
+        spec=P.admin.dependency_spec,
+        scale_note=P.scale_note.flag("dependency"),
+        data_dir=P.admin.dependency_data_dir,
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models at init are profiled in the job
-    threads: P.threads("train")
+    threads: P.resources.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -180,8 +180,8 @@ rule layer_dependency:
 # Figs 3 and 11: per epoch pair of each run, every matrix's gradient and update norm (seconds).
 rule update_norms:
     input:
-        unpack(P.update_norms_inputs),
-        checkpoints=P.update_norm_checkpoints,
+        unpack(P.admin.update_norms_inputs),
+        checkpoints=P.checkpoint_reads.update_norm_checkpoints,
     output:
         pdf="results/figures/liu_{unfig}.pdf",
         png=report("results/figures/liu_{unfig}.png", caption="../report/update_norms.rst", category="Admin"),
@@ -191,11 +191,11 @@ rule update_norms:
         unfig="fig3|fig11",
     params:
         caption=P.report_caption("admin", "update_norms", "{unfig}"),  # its config text, shown literally in the report
-        verdicts=P.caption_verdicts("liu_{unfig}"),  # read when the report renders
-        spec=P.update_norms_spec,
-        scale_note=P.scale_note("update_norms"),
-        data_dir=P.update_norms_data_dir,
-    threads: P.threads("train")
+        verdicts=P.claims.caption_verdicts("liu_{unfig}"),  # read when the report renders
+        spec=P.admin.update_norms_spec,
+        scale_note=P.scale_note.flag("update_norms"),
+        data_dir=P.admin.update_norms_data_dir,
+    threads: P.resources.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -3,28 +3,28 @@
 # Checkpoints live in results/pretrain/{run}/checkpoints/, outside the declared output, so a
 # killed pre-training resumes; pretrain is a checkpoint rule, so fine-tuning declares the round's
 # checkpoint from its metrics.csv (lnrepro.pipeline.checkpoint_reads). A run's settings:
-# bert_run_settings (lnrepro.pipeline.common). BERT runs share the `run` wildcard and the
+# bert_run_settings (lnrepro.pipeline.runs). BERT runs share the `run` wildcard and the
 # resource helpers (resources.smk) with translation runs.
 
 
 checkpoint pretrain:
     input:
-        unpack(P.pretrain_data),
+        unpack(P.bert.pretrain_data),
     output:
         "results/pretrain/{run}/metrics.csv",
     params:
-        flags=P.pretrain_flags,
-        data_dir=P.pretrain_bin_dir,
-    threads: P.train_threads
+        flags=P.bert.pretrain_flags,
+        data_dir=P.bert.pretrain_bin_dir,
+    threads: P.resources.train_threads
     resources:
-        mem_mb=P.mem_mb("train"),
-        runtime=P.runtime("train", "pretrain"),
-        gpu=P.train_gpu,
-        gpu_model=P.train_gpu_model,
-        nodes=P.train_nodes,
-        tasks=P.train_tasks,
-        mpi=P.train_mpi,
-        slurm_extra=P.train_slurm_extra,
+        mem_mb=P.resources.mem_mb("train"),
+        runtime=P.plan.runtime("train", "pretrain"),
+        gpu=P.resources.train_gpu,
+        gpu_model=P.resources.train_gpu_model,
+        nodes=P.resources.train_nodes,
+        tasks=P.resources.train_tasks,
+        mpi=P.resources.train_mpi,
+        slurm_extra=P.resources.train_slurm_extra,
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -38,21 +38,21 @@ checkpoint pretrain:
 
 rule finetune:
     input:
-        unpack(P.finetune_inputs),
-        checkpoints=P.finetuned_checkpoint,
+        unpack(P.bert.finetune_inputs),
+        checkpoints=P.checkpoint_reads.finetuned_checkpoint,
     output:
         runs="results/finetune/{run}/{task}/round{round}.csv",
         summary="results/finetune/{run}/{task}/round{round}.summary.csv",
     wildcard_constraints:
         round="[0-9]+",
     params:
-        flags=P.finetune_flags,
-    threads: P.threads("evaluate")
+        flags=P.bert.finetune_flags,
+    threads: P.resources.threads("evaluate")
     resources:
-        mem_mb=P.mem_mb("evaluate"),
-        runtime=P.runtime("evaluate", "finetune"),
-        gpu=P.eval_gpu,
-        gpu_model=P.eval_gpu_model,
+        mem_mb=P.resources.mem_mb("evaluate"),
+        runtime=P.plan.runtime("evaluate", "finetune"),
+        gpu=P.resources.eval_gpu,
+        gpu_model=P.resources.eval_gpu_model,
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -67,16 +67,16 @@ rule finetune:
 
 rule plot_fig5:
     input:
-        unpack(P.fig5_inputs),
+        unpack(P.bert.fig5_inputs),
     output:
         pdf="results/figures/fig5.pdf",
         png=report("results/figures/fig5.png", caption="../report/fig5.rst", category="Figures"),
         csv=report("results/figures/fig5.csv", caption="../report/fig5.rst", category="Tables"),
     params:
         caption=P.report_caption("bert", "fig5"),  # its config text, shown literally in the report
-        verdicts=P.caption_verdicts("fig5"),  # read when the report renders
-        spec=P.fig5_spec,
-        scale_note=P.scale_note("fig5"),
+        verdicts=P.claims.caption_verdicts("fig5"),  # read when the report renders
+        spec=P.bert.fig5_spec,
+        scale_note=P.scale_note.flag("fig5"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

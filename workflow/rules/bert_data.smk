@@ -11,12 +11,9 @@
 # and BPE codes -> binarize_glue with that corpus's dictionary: results/data/glue/{glue_task}/bin/{split}.pt
 
 
-P.check_bert_data_config()
-
-
 wildcard_constraints:
-    bcorpus=P.names_regex(P.bert_corpora()) or "NO_BERT_CORPORA",
-    glue_task=P.names_regex(P.glue_tasks()) or "NO_GLUE_TASKS",
+    bcorpus=P.names_regex(P.bert_data.bert_corpora()) or "NO_BERT_CORPORA",
+    glue_task=P.names_regex(P.bert_data.glue_tasks()) or "NO_GLUE_TASKS",
     glue_column="sentence1|sentence2",
 
 
@@ -29,13 +26,13 @@ rule generate_bert_documents:
     output:
         "results/data/bert/{bcorpus}/generated/docs.txt",
     wildcard_constraints:
-        bcorpus=P.bert_source_corpora("generated"),
+        bcorpus=P.bert_data.bert_source_corpora("generated"),
     params:
-        flags=P.bert_generator_flags,
+        flags=P.bert_data.bert_generator_flags,
         out_dir="results/data/bert/{bcorpus}/generated",
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -46,14 +43,14 @@ rule generate_bert_documents:
 
 rule prepare_wikipedia:
     input:
-        P.wikipedia_dump,
+        P.bert_data.wikipedia_dump,
     output:
         "results/data/bert/{bcorpus}/docs/wikipedia.txt",
     params:
-        flags=P.wikipedia_flags,
+        flags=P.bert_data.wikipedia_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -66,14 +63,14 @@ rule prepare_wikipedia:
 
 rule prepare_books:
     input:
-        P.books_input,
+        P.bert_data.books_input,
     output:
         "results/data/bert/{bcorpus}/docs/books.txt",
     params:
-        books=P.books_dir,
+        books=P.bert_data.books_dir,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -84,13 +81,13 @@ rule prepare_books:
 
 rule split_sentences:
     input:
-        P.bert_document_files,
+        P.bert_data.bert_document_files,
     output:
         "results/data/bert/{bcorpus}/sentences.txt",
-    threads: P.threads("data")
+    threads: P.resources.threads("data")
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -108,10 +105,10 @@ rule split_bert_documents:
         train="results/data/bert/{bcorpus}/text/train.txt",
         valid="results/data/bert/{bcorpus}/text/valid.txt",
     params:
-        flags=P.split_flags,
+        flags=P.bert_data.split_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -123,7 +120,7 @@ rule split_bert_documents:
 
 rule binarize_bert:
     input:
-        unpack(P.bert_bpe_files),
+        unpack(P.bert_data.bert_bpe_files),
     output:
         dict="results/data/bert/{bcorpus}/bin/dict.txt",
         train="results/data/bert/{bcorpus}/bin/train.pt",
@@ -131,8 +128,8 @@ rule binarize_bert:
     params:
         out_dir="results/data/bert/{bcorpus}/bin",
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -149,12 +146,12 @@ rule generate_glue:
     output:
         directory("results/data/glue/{glue_task}/generated"),
     wildcard_constraints:
-        glue_task=P.glue_source_tasks("generated"),
+        glue_task=P.bert_data.glue_source_tasks("generated"),
     params:
-        flags=P.glue_generator_flags,
+        flags=P.bert_data.glue_generator_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -165,16 +162,16 @@ rule generate_glue:
 
 rule prepare_glue:
     input:
-        unpack(P.glue_sources),
+        unpack(P.bert_data.glue_sources),
     output:
         expand("results/data/glue/{{glue_task}}/raw/{split}.{column}",
                split=["train", "dev"], column=["tsv", "sentence1", "sentence2", "label"]),
     params:
-        flags=P.glue_prepare_flags,
+        flags=P.bert_data.glue_prepare_flags,
         out_dir="results/data/glue/{glue_task}/raw",
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -185,15 +182,15 @@ rule prepare_glue:
 
 rule bpe_apply_glue:
     input:
-        codes=P.glue_codes,
+        codes=P.bert_data.glue_codes,
         text="results/data/glue/{glue_task}/tok/{split}.{glue_column}",
     output:
         "results/data/glue/{glue_task}/bpe/{split}.{glue_column}",
     wildcard_constraints:
         split="train|dev",
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -204,7 +201,7 @@ rule bpe_apply_glue:
 
 rule binarize_glue:
     input:
-        dict=P.glue_dict,
+        dict=P.bert_data.glue_dict,
         s1="results/data/glue/{glue_task}/bpe/{split}.sentence1",
         s2="results/data/glue/{glue_task}/bpe/{split}.sentence2",
         labels="results/data/glue/{glue_task}/raw/{split}.label",
@@ -213,8 +210,8 @@ rule binarize_glue:
     wildcard_constraints:
         split="train|dev",
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -6,15 +6,15 @@
 
 rule check_claims:
     input:
-        P.claims_inputs,
+        P.claims.claims_inputs,
     output:
         csv=report("results/claims.csv", caption="../report/claims.rst", category="Claims"),
         md="results/claims.md",
         provenance=report("results/claims_provenance.csv", caption="../report/provenance.rst", category="Claims"),
     params:
-        spec=P.claims_spec,
-        tables=P.claims_tables,
-        capped=lambda wildcards: "--capped" if P.training_cap() else "",
+        spec=P.claims.claims_spec,
+        tables=P.claims.claims_tables,
+        capped=lambda wildcards: "--capped" if P.runs.training_cap() else "",
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -29,16 +29,16 @@ rule check_claims:
 # its claims matrix (each claim measured for every scheme of its table: lnrepro.analyses.claims_matrix).
 rule check_lab_claims:
     input:
-        P.lab_claims_inputs,
+        P.claims.lab_claims_inputs,
     output:
         csv=report("results/lab_claims.csv", caption="../report/lab_claims.rst", category="Lab"),
         md="results/lab_claims.md",
         matrix=report("results/lab_claims_matrix.csv", caption="../report/lab_claims_matrix.rst", category="Lab"),
         provenance="results/lab_claims_provenance.csv",
     params:
-        spec=P.lab_claims_spec,
-        tables=P.lab_claims_tables,
-        capped=lambda wildcards: "--capped" if P.training_cap() else "",
+        spec=P.claims.lab_claims_spec,
+        tables=P.claims.lab_claims_tables,
+        capped=lambda wildcards: "--capped" if P.runs.training_cap() else "",
     conda:
         "../../envs/lnrepro.yaml"
     log:

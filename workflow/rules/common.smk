@@ -1,7 +1,7 @@
 # The one object every rule file asks about its config: P, an lnrepro.pipeline.Pipeline (config
-# checks, run settings, paths, each job's inputs and flags; one part per rule file). This file runs
-# its checks first (the schema, then what the schema cannot say), each rule file its own section's as
-# it is included: with several config errors, the first one reported follows the Snakefile's includes.
+# checks, run settings, paths, each job's inputs and flags; one part per rule file, an attribute of
+# P: P.data.tokenize_input names lnrepro.pipeline.data). This file runs the checks every plan needs,
+# once (P.validate); the sections only some targets read are checked when a job reads them.
 import os
 import sys
 
@@ -13,19 +13,15 @@ from lnrepro.settings import SEPARATE_DICTS  # the per-side dictionaries' file n
 # even when the environment was not activated.
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 P = Pipeline(config, workflow, checkpoints)
-P.validate_config()  # fills in the schema's defaults, so it comes before any other use of config
+P.validate()  # the schema first: it fills in the defaults, so it comes before any other use of config
 
 
 include: "resources.smk"
 
 
-P.check_config()
-P.check_trainable()
-
-
 wildcard_constraints:
     corpus=P.names_regex(config["corpora"]),
-    run=P.names_regex(list(config["runs"]) + P.bert_runs()) or "NO_RUNS",
+    run=P.names_regex(list(config["runs"]) + P.runs.bert_runs()) or "NO_RUNS",
     fig=P.names_regex(config["figures"]) or "NO_FIGURES",
     side="src|tgt",
     merges="[0-9]+",

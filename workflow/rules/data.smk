@@ -22,12 +22,12 @@ rule generate_corpus:
     output:
         directory("results/data/{corpus}/raw"),
     wildcard_constraints:
-        corpus=P.generated_corpora(),
+        corpus=P.data.generated_corpora(),
     params:
-        flags=P.generator_flags,
+        flags=P.data.generator_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -38,16 +38,16 @@ rule generate_corpus:
 
 rule prepare_iwslt14:
     input:
-        P.corpus_archive_dirs,
+        P.data.corpus_archive_dirs,
     output:
         directory("results/data/{corpus}/raw"),
     wildcard_constraints:
-        corpus=P.source_corpora("iwslt14"),
+        corpus=P.data.source_corpora("iwslt14"),
     params:
-        langs=P.lang_flags,
+        langs=P.data.lang_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -58,16 +58,16 @@ rule prepare_iwslt14:
 
 rule prepare_wmt14:
     input:
-        P.corpus_archive_dirs,
+        P.data.corpus_archive_dirs,
     output:
         directory("results/data/{corpus}/raw"),
     wildcard_constraints:
-        corpus=P.source_corpora("wmt14"),
+        corpus=P.data.source_corpora("wmt14"),
     params:
-        flags=P.wmt_flags,
+        flags=P.data.wmt_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -80,16 +80,16 @@ rule prepare_wmt14:
 
 rule prepare_local:
     input:
-        unpack(P.local_inputs),
+        unpack(P.data.local_inputs),
     output:
         directory("results/data/{corpus}/raw"),
     wildcard_constraints:
-        corpus=P.source_corpora("local"),
+        corpus=P.data.source_corpora("local"),
     params:
-        flags=P.local_flags,
+        flags=P.data.local_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -104,13 +104,13 @@ rule copy_tokenized:
     output:
         "results/data/{corpus}/tok/{split}.{side}",
     wildcard_constraints:
-        corpus=P.pretokenized_corpora(),
+        corpus=P.data.pretokenized_corpora(),
         split="train|valid|test",
     params:
-        raw=P.raw_file,
+        raw=P.data.raw_file,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -121,19 +121,19 @@ rule copy_tokenized:
 
 rule tokenize:
     input:
-        P.tokenize_input,
+        P.data.tokenize_input,
     output:
         "results/data/{corpus}/tok{file}",
     wildcard_constraints:
-        corpus=P.tokenize_corpora(),
+        corpus=P.data.tokenize_corpora(),
         file="\\.txt|/(?:train|valid|test|dev)\\.(?:src|tgt|sentence1|sentence2)",
     params:
-        text=P.tokenize_text,
-        flags=P.tokenizer_flags,
-    threads: P.threads("data")
+        text=P.data.tokenize_text,
+        flags=P.data.tokenizer_flags,
+    threads: P.resources.threads("data")
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -152,10 +152,10 @@ rule clean_corpus:
         src="results/data/{corpus}/clean/train.src",
         tgt="results/data/{corpus}/clean/train.tgt",
     params:
-        flags=P.clean_flags,
+        flags=P.data.clean_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -167,16 +167,16 @@ rule clean_corpus:
 
 rule lowercase:
     input:
-        P.case_input,
+        P.data.case_input,
     output:
         "results/data/{corpus}/text/{part}.{side}",
     wildcard_constraints:
         part="trainvalid|train|valid|test",
     params:
-        flag=P.case_flag,
+        flag=P.data.case_flag,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -195,12 +195,12 @@ rule split_valid:
         valid_src="results/data/{corpus}/text/valid.src",
         valid_tgt="results/data/{corpus}/text/valid.tgt",
     wildcard_constraints:
-        corpus=P.split_valid_corpora(),
+        corpus=P.data.split_valid_corpora(),
     params:
-        every=P.valid_every,
+        every=P.data.valid_every,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -213,14 +213,14 @@ rule split_valid:
 
 rule bpe_learn:
     input:
-        P.bpe_learn_inputs,
+        P.data.bpe_learn_inputs,
     output:
         "results/data/{corpus}/bpe{merges}/codes",
     wildcard_constraints:
-        corpus=P.bpe_corpora(),
+        corpus=P.data.bpe_corpora(),
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -238,13 +238,13 @@ rule bpe_apply:
     output:
         "results/data/{corpus}/bpe{merges}/{split}.{side}",
     wildcard_constraints:
-        corpus=P.bpe_corpora(),
+        corpus=P.data.bpe_corpora(),
         split="train|valid|test",
         side="src|tgt|txt",  # txt: a BERT corpus's text (train, valid)
-    threads: P.threads("data")
+    threads: P.resources.threads("data")
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -262,12 +262,12 @@ rule bpe_apply_uncleaned:
     output:
         "results/data/{corpus}/bpe{merges}/uncleaned/{split}.{side}",
     wildcard_constraints:
-        corpus=P.clean_after_bpe_corpora(),
+        corpus=P.data.clean_after_bpe_corpora(),
         split="train|valid",
-    threads: P.threads("data")
+    threads: P.resources.threads("data")
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -284,13 +284,13 @@ rule clean_bpe:
         src="results/data/{corpus}/bpe{merges}/{split}.src",
         tgt="results/data/{corpus}/bpe{merges}/{split}.tgt",
     wildcard_constraints:
-        corpus=P.clean_after_bpe_corpora(),
+        corpus=P.data.clean_after_bpe_corpora(),
         split="train|valid",
     params:
-        flags=P.clean_flags,
+        flags=P.data.clean_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -302,14 +302,14 @@ rule clean_bpe:
 
 rule check_counts:
     input:
-        unpack(P.count_inputs),
+        unpack(P.data.count_inputs),
     output:
         "results/data/{corpus}/bpe{merges}/counts.tsv",
     params:
-        flags=P.count_flags,
+        flags=P.data.count_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -322,17 +322,17 @@ rule check_counts:
 # (bin_separate/dict.{src,tgt}.txt), as a run's joined_dictionary asks; the same BPE'd text either way.
 rule binarize:
     input:
-        P.binarize_inputs,
+        P.data.binarize_inputs,
     output:
         dict="results/data/{corpus}/bpe{merges}/bin/dict.txt",
         data=expand("results/data/{{corpus}}/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),
     params:
-        prefix=P.bpe_prefix,
+        prefix=P.data.bpe_prefix,
         bin="bin",
-        dictionaries=P.joined_dictionary_flags,
+        dictionaries=P.data.joined_dictionary_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -348,7 +348,7 @@ use rule binarize as binarize_separate with:
         dicts=expand("results/data/{{corpus}}/bpe{{merges}}/bin_separate/{name}", name=SEPARATE_DICTS),
         data=expand("results/data/{{corpus}}/bpe{{merges}}/bin_separate/{split}.pt", split=["train", "valid", "test"]),
     params:
-        prefix=P.bpe_prefix,
+        prefix=P.data.bpe_prefix,
         bin="bin_separate",
         dictionaries="--separate-dictionaries",
     log:

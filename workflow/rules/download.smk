@@ -9,16 +9,16 @@
 # sha256 once fetched; planning notes every download without a sha256 or over plain http.
 
 
-P.drop_dangling_links()
+P.download.drop_dangling_links()
 
 
 rule download_archive:
     output:
         "resources/verified/{archive}",
     wildcard_constraints:
-        archive=P.names_regex(P.archives) or "NO_ARCHIVES",
+        archive=P.names_regex(P.download.archives) or "NO_ARCHIVES",
     params:
-        flags=P.download_flags,
+        flags=P.download.download_flags,
         file="resources/downloads/{archive}",
     conda:
         "../../envs/lnrepro.yaml"
@@ -30,16 +30,16 @@ rule download_archive:
 
 rule extract_archive:
     input:
-        P.archive_file,
+        P.download.archive_file,
     output:
         directory("resources/extracted/{unpacked}"),
     wildcard_constraints:
-        unpacked=P.names_regex(P.archive_stems) or "NO_ARCHIVES",
+        unpacked=P.names_regex(P.download.archive_stems) or "NO_ARCHIVES",
     params:
-        flags=P.extract_flags,
+        flags=P.download.extract_flags,
     resources:
-        mem_mb=P.mem_mb("data"),
-        runtime=P.runtime("data"),
+        mem_mb=P.resources.mem_mb("data"),
+        runtime=P.plan.runtime("data"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -5,18 +5,18 @@
 
 rule evaluate:
     input:
-        unpack(P.eval_inputs),
+        unpack(P.evaluate.eval_inputs),
     output:
         "results/eval/{run}/bleu.csv",
     params:
-        flags=P.decode_flags,
-        data_dir=P.run_bin_dir,
-    threads: P.threads("evaluate")
+        flags=P.evaluate.decode_flags,
+        data_dir=P.runs.run_bin_dir,
+    threads: P.resources.threads("evaluate")
     resources:
-        mem_mb=P.mem_mb("evaluate"),
-        runtime=P.runtime("evaluate", "evaluate"),
-        gpu=P.eval_gpu,
-        gpu_model=P.eval_gpu_model,
+        mem_mb=P.resources.mem_mb("evaluate"),
+        runtime=P.plan.runtime("evaluate", "evaluate"),
+        gpu=P.resources.eval_gpu,
+        gpu_model=P.resources.eval_gpu_model,
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -32,22 +32,22 @@ rule evaluate:
 # as its inputs; the per-epoch bleu.csv and its figures are untouched.
 rule evaluate_averaged:
     input:
-        unpack(P.eval_inputs),
-        checkpoints=P.last_checkpoints,
+        unpack(P.evaluate.eval_inputs),
+        checkpoints=P.checkpoint_reads.last_checkpoints,
     output:
         "results/eval/{run}/bleu_avg{n}.csv",
     wildcard_constraints:
         n="[0-9]+",
     params:
-        flags=P.decode_flags,
-        average=P.average_flag,
-        data_dir=P.run_bin_dir,
-    threads: P.threads("evaluate")
+        flags=P.evaluate.decode_flags,
+        average=P.evaluate.average_flag,
+        data_dir=P.runs.run_bin_dir,
+    threads: P.resources.threads("evaluate")
     resources:  # evaluate's: it decodes on the run's device (decode_flags) as evaluate does
-        mem_mb=P.mem_mb("evaluate"),
-        runtime=P.runtime("evaluate", "evaluate_averaged"),
-        gpu=P.eval_gpu,
-        gpu_model=P.eval_gpu_model,
+        mem_mb=P.resources.mem_mb("evaluate"),
+        runtime=P.plan.runtime("evaluate", "evaluate_averaged"),
+        gpu=P.resources.eval_gpu,
+        gpu_model=P.resources.eval_gpu_model,
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -4,7 +4,7 @@
 
 rule plot_figure:
     input:
-        unpack(P.figure_inputs),
+        unpack(P.figures.figure_inputs),
     output:
         pdf="results/figures/{fig}.pdf",
         png=report("results/figures/{fig}.png", caption="../report/figure.rst", category="Figures"),
@@ -12,9 +12,9 @@ rule plot_figure:
         summary="results/figures/{fig}_final.csv",
     params:
         caption=P.report_caption("figures", "{fig}"),  # its config text, shown literally in the report
-        verdicts=P.caption_verdicts("{fig}"),  # read when the report renders
-        spec=P.figure_spec,
-        scale_note=P.scale_note("figure"),
+        verdicts=P.claims.caption_verdicts("{fig}"),  # read when the report renders
+        spec=P.figures.figure_spec,
+        scale_note=P.scale_note.flag("figure"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

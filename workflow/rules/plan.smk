@@ -11,7 +11,7 @@ rule plan:
         csv="results/plan.csv",
         jobs="results/plan_jobs.csv",
     params:
-        spec=P.plan_spec,
+        spec=P.plan.plan_spec,
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -5,7 +5,7 @@
 
 rule probe_gradients:
     input:
-        unpack(P.probe_data),
+        unpack(P.probe.probe_data),
     output:
         grads="results/probe/init/{norm}_{layers}L/grads.csv",
         concentration="results/probe/init/{norm}_{layers}L/concentration.csv",
@@ -13,9 +13,9 @@ rule probe_gradients:
         norm="post|pre",
         layers="[0-9]+",
     params:
-        flags=P.probe_flags,
-        data_dir=P.probe_bin_dir,
-    threads: P.threads("train")
+        flags=P.probe.probe_flags,
+        data_dir=P.probe.probe_bin_dir,
+    threads: P.resources.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -30,15 +30,15 @@ rule probe_gradients:
 
 rule probe_after_warmup:
     input:
-        unpack(P.warmup_probe_inputs),
-        checkpoints=P.probed_checkpoint,
+        unpack(P.probe.warmup_probe_inputs),
+        checkpoints=P.checkpoint_reads.probed_checkpoint,
     output:
         grads="results/probe/after_warmup/{run}/grads.csv",
         concentration="results/probe/after_warmup/{run}/concentration.csv",
     params:
-        flags=P.warmup_probe_flags,
-        data_dir=P.probe_bin_dir,
-    threads: P.threads("train")
+        flags=P.probe.warmup_probe_flags,
+        data_dir=P.probe.probe_bin_dir,
+    threads: P.resources.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -53,7 +53,7 @@ rule probe_after_warmup:
 
 rule plot_gradient_norms:
     input:
-        unpack(P.gradient_figure_inputs),
+        unpack(P.probe.gradient_figure_inputs),
     output:
         pdf="results/figures/fig3.pdf",
         png=report("results/figures/fig3.png", caption="../report/fig3.rst", category="Figures"),
@@ -61,9 +61,9 @@ rule plot_gradient_norms:
         summary="results/figures/fig3_summary.csv",
     params:
         caption=P.report_caption("gradient_probe"),  # its config text, shown literally in the report
-        verdicts=P.caption_verdicts("fig3", "§3.4"),  # read when the report renders
-        spec=P.gradient_figure_spec,
-        scale_note=P.scale_note("gradient_probe"),
+        verdicts=P.claims.caption_verdicts("fig3", "§3.4"),  # read when the report renders
+        spec=P.probe.gradient_figure_spec,
+        scale_note=P.scale_note.flag("gradient_probe"),
     conda:
         "../../envs/lnrepro.yaml"
     log:

@@ -10,13 +10,13 @@ localrules:
 
 rule retain_checkpoints:
     input:
-        unpack(P.retain_inputs),
+        unpack(P.retention.retain_inputs),
     output:
         "results/{stage}/{run}/retained.json",
     wildcard_constraints:
         stage="train|pretrain",
     params:
-        needs=P.retain_needs,
+        needs=P.retention.retain_needs,
     conda:
         "../../envs/lnrepro.yaml"
     log:

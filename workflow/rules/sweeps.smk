@@ -8,12 +8,12 @@ wildcard_constraints:
 
 rule sweep_table:
     input:
-        P.sweep_metrics_files,
+        P.sweeps.sweep_metrics_files,
     output:
         csv="results/sweeps/{sweep}.csv",
     params:
-        spec=P.sweep_spec,
-        metrics=P.sweep_metrics_pairs,
+        spec=P.sweeps.sweep_spec,
+        metrics=P.sweeps.sweep_metrics_pairs,
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -32,9 +32,9 @@ rule sweep_phase:
         png=report("results/figures/{sweep}_phase.png", caption="../report/sweep_phase.rst", category="Lab"),
         csv="results/figures/{sweep}_phase.csv",
     params:
-        spec=P.sweep_phase_spec,
-        scale_note=P.scale_note("sweep"),
-        verdicts=P.caption_verdicts("{sweep}", lab=True),  # read when the report renders
+        spec=P.sweeps.sweep_phase_spec,
+        scale_note=P.scale_note.flag("sweep"),
+        verdicts=P.claims.caption_verdicts("{sweep}", lab=True),  # read when the report renders
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -55,9 +55,9 @@ rule sweep_thresholds:
         csv="results/figures/{sweep}_thresholds.csv",
     params:
         command="sweep-thresholds",
-        spec=P.sweep_thresholds_spec,
-        scale_note=P.scale_note("sweep"),
-        verdicts=P.caption_verdicts("{sweep}", lab=True),  # read when the report renders
+        spec=P.sweeps.sweep_thresholds_spec,
+        scale_note=P.scale_note.flag("sweep"),
+        verdicts=P.claims.caption_verdicts("{sweep}", lab=True),  # read when the report renders
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -74,8 +74,8 @@ use rule sweep_thresholds as sweep_lr_sensitivity with:
         csv="results/figures/{sweep}_sensitivity.csv",
     params:
         command="sweep-lr-sensitivity",
-        spec=P.sweep_lr_sensitivity_spec,
-        scale_note=P.scale_note("sweep"),
-        verdicts=P.caption_verdicts("{sweep}", lab=True),  # read when the report renders
+        spec=P.sweeps.sweep_lr_sensitivity_spec,
+        scale_note=P.scale_note.flag("sweep"),
+        verdicts=P.claims.caption_verdicts("{sweep}", lab=True),  # read when the report renders
     log:
         "logs/sweeps/{sweep}_sensitivity.log",

@@ -10,10 +10,10 @@ rule check_theory:
         checks=report("results/figures/theory_checks.csv", caption="../report/table.rst", category="Tables"),
     params:
         caption=P.report_caption("theory"),  # its config text, shown literally in the report
-        verdicts=P.caption_verdicts("§3.3"),  # read when the report renders
-        flags=P.theory_flags,
-        scale_note=P.scale_note("theory"),
-    threads: P.threads("train")
+        verdicts=P.claims.caption_verdicts("§3.3"),  # read when the report renders
+        flags=P.theory.theory_flags,
+        scale_note=P.scale_note.flag("theory"),
+    threads: P.resources.threads("train")
     conda:
         "../../envs/lnrepro.yaml"
     log:

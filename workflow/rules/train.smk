@@ -9,22 +9,22 @@
 
 checkpoint train:
     input:
-        unpack(P.train_data),
+        unpack(P.train.train_data),
     output:
         "results/train/{run}/metrics.csv",
     params:
-        flags=P.train_flags,
-        data_dir=P.run_bin_dir,
-    threads: P.train_threads
+        flags=P.train.train_flags,
+        data_dir=P.runs.run_bin_dir,
+    threads: P.resources.train_threads
     resources:
-        mem_mb=P.mem_mb("train"),
-        runtime=P.runtime("train", "train"),  # the cost plan's estimate where the config sets none
-        gpu=P.train_gpu,
-        gpu_model=P.train_gpu_model,
-        nodes=P.train_nodes,
-        tasks=P.train_tasks,
-        mpi=P.train_mpi,
-        slurm_extra=P.train_slurm_extra,
+        mem_mb=P.resources.mem_mb("train"),
+        runtime=P.plan.runtime("train", "train"),  # the cost plan's estimate where the config sets none
+        gpu=P.resources.train_gpu,
+        gpu_model=P.resources.train_gpu_model,
+        nodes=P.resources.train_nodes,
+        tasks=P.resources.train_tasks,
+        mpi=P.resources.train_mpi,
+        slurm_extra=P.resources.train_slurm_extra,
     conda:
         "../../envs/lnrepro.yaml"
     log:
@@ -38,12 +38,12 @@ checkpoint train:
 
 rule admin_profile:
     input:
-        unpack(P.run_data),
+        unpack(P.train.run_data),
     output:
         "results/admin/{run}/omega.json",
     params:
-        flags=P.model_flags,
-        data_dir=P.run_bin_dir,
+        flags=P.train.model_flags,
+        data_dir=P.runs.run_bin_dir,
         method=ADMIN_PROFILE_METHOD,  # the command refuses another: this rule and the code agree
     conda:
         "../../envs/lnrepro.yaml"

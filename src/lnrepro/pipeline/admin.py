@@ -22,13 +22,19 @@ class Admin:
     INIT_RUN_SETTINGS = {"fixup": {"enc_norm": "fixup", "dec_norm": "fixup"},
                          "looklinear": {"init": "looklinear", "enc_norm": "post", "dec_norm": "post"}}
 
+    def __init__(self, config, errors, runs, sections):
+        self.config = config
+        self.errors = errors
+        self.runs = runs
+        self.sections = sections
+
     def admin_cfg(self, section=None):
-        self.checked("admin")
+        self.sections.checked("admin")
         a = self.config.get("admin", {})
         if section is None:
             return a
         if section not in a:
-            self.config_error(f"{self.ADMIN_TARGETS[section][0]} needs an 'admin.{section}' section")
+            self.errors.config_error(f"{self.ADMIN_TARGETS[section][0]} needs an 'admin.{section}' section")
         return a[section]
 
     def table_runs(self, section):
@@ -47,46 +53,46 @@ class Admin:
         a = self.admin_cfg()
         for section in ("gradients", "output_change"):
             if section in a and a[section]["run"] not in self.config["runs"]:
-                self.unknown_name(f"admin.{section}.run", a[section]["run"], "a run", "runs", self.config["runs"])
+                self.errors.unknown_name(f"admin.{section}.run", a[section]["run"], "a run", "runs", self.config["runs"])
         for section in ("table1", "table2", "lr_grid"):
             if section in a:
                 for run in self.table_runs(section):
                     if run not in self.config["runs"]:
-                        self.unknown_name(f"admin.{section}", run, "a run", "runs", self.config["runs"])
+                        self.errors.unknown_name(f"admin.{section}", run, "a run", "runs", self.config["runs"])
         if "table2" in a:
             t2 = a["table2"]
             for norm, runs in t2["runs"].items():
                 if len(runs) != len(t2["depths"]):
-                    self.config_error(f"admin.table2.runs.{norm}: {len(runs)} runs for {len(t2['depths'])} depths")
+                    self.errors.config_error(f"admin.table2.runs.{norm}: {len(runs)} runs for {len(t2['depths'])} depths")
         for section in self.FIGURE_SECTIONS:
             for fig, spec in a.get(section, {}).items():
                 for run in spec["runs"]:
                     if run not in self.config["runs"]:
-                        self.unknown_name(f"admin.{section}.{fig}.runs", run, "a run", "runs", self.config["runs"])
-                if len({self.run_data_dir(run) for run in spec["runs"]}) > 1:  # its probes feed them one data dir
-                    self.config_error(f"admin.{section}.{fig}.runs: the runs of one figure must share a corpus and "
-                                      "its dictionaries (joined_dictionary)")
+                        self.errors.unknown_name(f"admin.{section}.{fig}.runs", run, "a run", "runs", self.config["runs"])
+                if len({self.runs.run_data_dir(run) for run in spec["runs"]}) > 1:  # its probes feed them one data dir
+                    self.errors.config_error(f"admin.{section}.{fig}.runs: the runs of one figure must share a corpus and "
+                                             "its dictionaries (joined_dictionary)")
         if "table1" in a and "gradients" not in a:
-            self.config_error("admin.table1 needs admin.gradients (its 'gradient vanishing' column is measured there)")
+            self.errors.config_error("admin.table1 needs admin.gradients (its 'gradient vanishing' column is measured there)")
 
     def check_run_is(self, key, run, says, **want):
         """One error line at `key` when the run does not train with `want` (`says`: who asks for it)."""
-        values = {k: self.run_value(run, k) for k in want}
+        values = {k: self.runs.run_value(run, k) for k in want}
         have = {k: v for k, v in values.items() if v != want[k]}
         if have:
             text = lambda d: ", ".join(f"{k} {d[k]}" for k in have)
-            self.config_error(f"{key}: {run} has {text(have)}; {says} {text(want)}")
+            self.errors.config_error(f"{key}: {run} has {text(have)}; {says} {text(want)}")
 
     def check_update_norm_epochs(self, a):
         """The checkpoints Figs 3/11 read (epochs i and i+1 of each pair) are ones their runs write:
         a pair past a run's epochs is a planning error here, not a failed update_norms job."""
         for fig, spec in a.get("update_norms", {}).items():
             for run in spec["runs"]:
-                epochs = self.run_settings(run).get("epochs")
+                epochs = self.runs.run_settings(run).get("epochs")
                 late = [i for i in spec.get("epochs") or [] if epochs and i + 1 > epochs]
                 if late:
-                    self.config_error(f"admin.update_norms.{fig}.epochs: the pair ({late[0]}, {late[0] + 1}) reads the "
-                                      f"checkpoint of epoch {late[0] + 1}, but {run} trains {epochs} epochs")
+                    self.errors.config_error(f"admin.update_norms.{fig}.epochs: the pair ({late[0]}, {late[0] + 1}) reads the "
+                                             f"checkpoint of epoch {late[0] + 1}, but {run} trains {epochs} epochs")
 
     def check_admin_run_settings(self):
         """Each table cell's run trains what the cell is labelled with (the runs exist: checked above)."""
@@ -100,16 +106,16 @@ class Admin:
                 self.check_run_is(f"admin.table2.runs.{norm}[{i}]", run, f"its norm and depths[{i}] say",
                                   enc_norm=norm, dec_norm=norm, enc_layers=depth, dec_layers=depth)
         for norm, runs in t2.get("seed_runs", {}).items():
-            first = self.run_settings(runs[0])
+            first = self.runs.run_settings(runs[0])
             for i, run in enumerate(runs):
                 key = f"admin.table2.seed_runs.{norm}[{i}]"
                 self.check_run_is(key, run, "its norm says", enc_norm=norm, dec_norm=norm)
-                keys = sorted({*first, *self.run_settings(run)} - {"seed", "description"})
+                keys = sorted({*first, *self.runs.run_settings(run)} - {"seed", "description"})
                 self.check_run_is(key, run, f"the cell's runs differ only in seed, and {runs[0]} has",
                                   **{k: first.get(k, RUN_VALUE_DEFAULTS.get(k)) for k in keys})
-            seeds = [self.run_value(run, "seed") for run in runs]
+            seeds = [self.runs.run_value(run, "seed") for run in runs]
             if len(set(seeds)) < len(seeds):
-                self.config_error(f"admin.table2.seed_runs.{norm}: seeds {seeds} repeat (one run per seed)")
+                self.errors.config_error(f"admin.table2.seed_runs.{norm}: seeds {seeds} repeat (one run per seed)")
         for init, run in t2.get("init_runs", {}).items():
             self.check_run_is(f"admin.table2.init_runs.{init}", run, "the block says", **self.INIT_RUN_SETTINGS[init])
         for i, cell in enumerate(a.get("lr_grid", {}).get("cells", [])):
@@ -117,13 +123,13 @@ class Admin:
                               enc_norm=cell["norm"], dec_norm=cell["norm"], lr=cell["lr"], adam_beta2=cell["beta2"])
         for fig, spec in a.get("layer_dependency", {}).items():
             for i, run in enumerate(spec["runs"]):
-                enc, dec = self.run_norms(run)
+                enc, dec = self.runs.run_norms(run)
                 if enc != dec:  # the figure labels each run with one norm (its encoder's)
-                    self.config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has enc_norm {enc}, dec_norm {dec}; "
-                                      "a figure's run has one norm on both sides")
+                    self.errors.config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has enc_norm {enc}, dec_norm {dec}; "
+                                             "a figure's run has one norm on both sides")
                 if enc == "fixup":  # beta is carried through Post-LN, Pre-LN and Admin residuals only
-                    self.config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has norm fixup; the figure measures "
-                                      "post, pre and admin runs")
+                    self.errors.config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has norm fixup; the figure measures "
+                                             "post, pre and admin runs")
 
     def admin_targets(self):
         targets = [t for section, targets in self.ADMIN_TARGETS.items() if section in self.admin_cfg() for t in targets]
@@ -134,17 +140,17 @@ class Admin:
 
     # ---- init-time probes: the named run's corpus, width and batches; depth from the section ----
     def admin_probe_settings(self, section):
-        return self.run_settings(self.admin_cfg(section)["run"])
+        return self.runs.run_settings(self.admin_cfg(section)["run"])
 
     def admin_probe_data(self, section):
-        files = self.run_bin_files(self.admin_cfg(section)["run"])
+        files = self.runs.run_bin_files(self.admin_cfg(section)["run"])
         return {"dict": files["dict"], "train": files["train"]}
 
     def admin_probe_flags(self, section, keys, title=None):
         s, sec = self.admin_probe_settings(section), self.admin_cfg(section)
         own = {k: sec[k] for k in keys if k in sec}
         width = picked_flags(s, ADMIN_PROBE_KEYS)
-        return f"--data {self.run_data_dir(sec['run'])} {width} {cli_flags(own)} --title {shlex.quote(title or sec['title'])}"
+        return f"--data {self.runs.run_data_dir(sec['run'])} {width} {cli_flags(own)} --title {shlex.quote(title or sec['title'])}"
 
     def vanishing_data(self, wildcards):
         return self.admin_probe_data("gradients")
@@ -170,7 +176,7 @@ class Admin:
         """The lab's Fig 2: the paper's three schemes and admin.output_change.lab_norms, power-law fits."""
         section = self.admin_cfg("output_change")
         if not section.get("lab_norms"):
-            self.config_error("results/figures/lab_output_change.pdf needs admin.output_change.lab_norms (the schemes it adds)")
+            self.errors.config_error("results/figures/lab_output_change.pdf needs admin.output_change.lab_norms (the schemes it adds)")
         title = f"The lab: output change vs depth at initialization, every scheme ({section['title']})"
         norms = [*OUTPUT_CHANGE_NORMS, *section["lab_norms"]]
         return f"{self.output_change_flags(wildcards, title)} --norms {' '.join(norms)} --fit power"
@@ -179,7 +185,7 @@ class Admin:
     def averaged_checkpoints(self, run):
         """Checkpoints averaged for a run's table BLEU: its own entry, else its corpus's, else 0 (none)."""
         table = self.admin_cfg().get("average_last", {})
-        return table.get(run, table.get(self.run_corpus(run), 0))
+        return table.get(run, table.get(self.runs.run_corpus(run), 0))
 
     def table_bleu_file(self, run):
         n = self.averaged_checkpoints(run)
@@ -193,7 +199,7 @@ class Admin:
     def table_spec(self, section):
         """The section plus what the command needs to read its runs, and nothing about other runs."""
         runs = self.table_runs(section)
-        spec = {section: self.admin_cfg(section), "run_corpus": {run: self.run_corpus(run) for run in runs},
+        spec = {section: self.admin_cfg(section), "run_corpus": {run: self.runs.run_corpus(run) for run in runs},
                 "average_last": {run: self.averaged_checkpoints(run) for run in runs}}
         if "converged_below" in self.admin_cfg():
             spec["converged_below"] = self.admin_cfg()["converged_below"]
@@ -220,7 +226,7 @@ class Admin:
     def figure_cfg(self, section, fig):
         figures = self.admin_cfg().get(section, {})
         if fig not in figures:
-            self.config_error(f"results/figures/liu_{fig}.pdf needs admin.{section}.{fig}")
+            self.errors.config_error(f"results/figures/liu_{fig}.pdf needs admin.{section}.{fig}")
         return figures[fig]
 
     def figure_run(self, section, fig):
@@ -228,13 +234,13 @@ class Admin:
         return self.figure_cfg(section, fig)["runs"][0]
 
     def figure_data_dir(self, section, fig):
-        return self.run_data_dir(self.figure_run(section, fig))
+        return self.runs.run_data_dir(self.figure_run(section, fig))
 
     def dependency_cfg(self, wildcards):
         return self.figure_cfg("layer_dependency", wildcards.ldfig)
 
     def dependency_inputs(self, wildcards):
-        files = self.run_bin_files(self.figure_run("layer_dependency", wildcards.ldfig))
+        files = self.runs.run_bin_files(self.figure_run("layer_dependency", wildcards.ldfig))
         return {"dict": files["dict"], "train": files["train"],
                 "metrics": [f"results/train/{run}/metrics.csv" for run in self.dependency_cfg(wildcards)["runs"]]}
 
@@ -244,7 +250,7 @@ class Admin:
     def dependency_spec(self, wildcards):
         """The figure's title and its runs' settings: what rebuilds each run's model at init."""
         fig = self.dependency_cfg(wildcards)
-        runs = {run: {k: v for k, v in self.run_settings(run).items() if k in DEPENDENCY_KEYS} for run in fig["runs"]}
+        runs = {run: {k: v for k, v in self.runs.run_settings(run).items() if k in DEPENDENCY_KEYS} for run in fig["runs"]}
         return spec_argument({"title": fig["title"], "runs": runs})
 
     def update_norms_cfg(self, wildcards):
@@ -252,7 +258,7 @@ class Admin:
 
     def update_norms_inputs(self, wildcards):
         """The runs' metrics (their epoch checkpoints are written with them) and the corpus's batches."""
-        return {"train": self.run_bin_files(self.figure_run("update_norms", wildcards.unfig))["train"],
+        return {"train": self.runs.run_bin_files(self.figure_run("update_norms", wildcards.unfig))["train"],
                 "metrics": [f"results/train/{run}/metrics.csv" for run in self.update_norms_cfg(wildcards)["runs"]]}
 
     def update_norms_data_dir(self, wildcards):
@@ -260,6 +266,6 @@ class Admin:
 
     def update_norms_spec(self, wildcards):
         fig = self.update_norms_cfg(wildcards)
-        runs = {run: {k: self.run_value(run, k) for k in UPDATE_NORM_KEYS} for run in fig["runs"]}
+        runs = {run: {k: self.runs.run_value(run, k) for k in UPDATE_NORM_KEYS} for run in fig["runs"]}
         return spec_argument({"title": fig["title"], "batches": fig.get("batches", 8), "epochs": fig.get("epochs"),
                               "runs": runs})

@@ -1,10 +1,17 @@
 """What bert_data.smk's rules ask of the config (parse time; no torch)."""
 import os
 import shlex
+from lnrepro.pipeline.wildcards import names_regex
 
 
 class BertData:
     RESERVED_CORPUS_NAMES = ("bert", "glue")  # results/data/bert|glue/ hold the BERT data
+
+    def __init__(self, config, download, errors, runs):
+        self.config = config
+        self.download = download
+        self.errors = errors
+        self.runs = runs
 
     def bert_corpora(self):
         return self.config.get("bert_corpora", {})
@@ -16,37 +23,37 @@ class BertData:
         """Cross-references the schema cannot express; fails before any job runs."""
         for name in self.RESERVED_CORPUS_NAMES:
             if name in self.config["corpora"]:
-                self.config_error(f"corpora.{name}: the name is reserved (results/data/{name}/ holds BERT data)")
+                self.errors.config_error(f"corpora.{name}: the name is reserved (results/data/{name}/ holds BERT data)")
         for name, c in self.bert_corpora().items():
             if c["source"] == "generated" and "generator" not in c:
-                self.config_error(f"bert_corpora.{name}: source 'generated' needs a 'generator' entry")
+                self.errors.config_error(f"bert_corpora.{name}: source 'generated' needs a 'generator' entry")
             if c["source"] == "real" and not (c.get("wikipedia") or c.get("books_dir")):
-                self.config_error(f"bert_corpora.{name}: source 'real' needs 'wikipedia' or 'books_dir' (or both)")
+                self.errors.config_error(f"bert_corpora.{name}: source 'real' needs 'wikipedia' or 'books_dir' (or both)")
             if c["source"] == "real" and c.get("books_dir"):
-                self.note_missing_input(f"bert_corpora.{name}.books_dir", c["books_dir"], "prepare_books will stop there "
-                                        "until it holds the books' text files (config/README.md: bert_corpora)")
+                self.errors.note_missing_input(f"bert_corpora.{name}.books_dir", c["books_dir"], "prepare_books will stop there "
+                                               "until it holds the books' text files (config/README.md: bert_corpora)")
         for task, g in self.glue_tasks().items():
             if g["bert_corpus"] not in self.bert_corpora():
-                self.unknown_name(f"glue.{task}.bert_corpus", g["bert_corpus"], "a BERT corpus", "bert_corpora",
-                                  self.bert_corpora())
+                self.errors.unknown_name(f"glue.{task}.bert_corpus", g["bert_corpus"], "a BERT corpus", "bert_corpora",
+                                         self.bert_corpora())
             needs = {"generated": ["generator"], "msr": ["msr_train", "dev_ids"]}.get(g["source"], [])
             for key in needs:
                 if key not in g:
-                    self.config_error(f"glue.{task}: source '{g['source']}' needs '{key}'")
+                    self.errors.config_error(f"glue.{task}: source '{g['source']}' needs '{key}'")
             if g["source"] == "msr" and task != "mrpc":
-                self.config_error(f"glue.{task}: source 'msr' (Microsoft's files) is MRPC's only")
+                self.errors.config_error(f"glue.{task}: source 'msr' (Microsoft's files) is MRPC's only")
             if g["source"] == "glue" and ("archive" in g) == ("dir" in g):
-                self.config_error(f"glue.{task}: source 'glue' needs either 'archive' (a zip to download) or 'dir'")
-            if "archive" in g and not self.archive_name(g["archive"]).endswith(self.ARCHIVE_SUFFIXES):
-                self.config_error(f"glue.{task}.archive: '{self.archive_name(g['archive'])}' is not one of "
-                                  f"{', '.join(self.ARCHIVE_SUFFIXES)}; set 'file' to name it")
+                self.errors.config_error(f"glue.{task}: source 'glue' needs either 'archive' (a zip to download) or 'dir'")
+            if "archive" in g and not self.download.archive_name(g["archive"]).endswith(self.download.ARCHIVE_SUFFIXES):
+                self.errors.config_error(f"glue.{task}.archive: '{self.download.archive_name(g['archive'])}' is not one of "
+                                         f"{', '.join(self.download.ARCHIVE_SUFFIXES)}; set 'file' to name it")
 
     # ---- pre-training corpus ----------------------------------------------------------------------
     def bert_cfg(self, wildcards):
         return self.bert_corpora()[wildcards.bcorpus]
 
     def bert_source_corpora(self, source):
-        return self.names_regex([n for n, c in self.bert_corpora().items() if c["source"] == source]) or "NONE"
+        return names_regex([n for n, c in self.bert_corpora().items() if c["source"] == source]) or "NONE"
 
     def bert_generator_flags(self, wildcards):
         g = self.bert_cfg(wildcards)["generator"]
@@ -54,7 +61,7 @@ class BertData:
 
     def downloaded(self, entry):
         """download_archive's link to the verified file in resources/downloads/ (download.smk)."""
-        return f"resources/verified/{self.archive_name(entry)}"
+        return f"resources/verified/{self.download.archive_name(entry)}"
 
     def wikipedia_dump(self, wildcards):
         return self.downloaded(self.bert_cfg(wildcards)["wikipedia"])
@@ -95,7 +102,7 @@ class BertData:
         return self.glue_tasks()[wildcards.glue_task]
 
     def glue_source_tasks(self, source):
-        return self.names_regex([t for t, g in self.glue_tasks().items() if g["source"] == source]) or "NONE"
+        return names_regex([t for t, g in self.glue_tasks().items() if g["source"] == source]) or "NONE"
 
     def glue_generator_flags(self, wildcards):
         g = self.glue_cfg(wildcards)["generator"]
@@ -107,7 +114,7 @@ class BertData:
         if g["source"] == "generated":
             return f"results/data/glue/{wildcards.glue_task}/generated"
         if "archive" in g:
-            return f"resources/extracted/{self.archive_stem(self.archive_name(g['archive']))}"
+            return f"resources/extracted/{self.download.archive_stem(self.download.archive_name(g['archive']))}"
         return g["dir"]
 
     def glue_sources(self, wildcards):

@@ -16,9 +16,15 @@ from lnrepro.retention import needed_epochs, trained_checkpoints
 
 
 class CheckpointReads:
+    def __init__(self, checkpoints, admin, probe, runs):
+        self.checkpoints = checkpoints
+        self.admin = admin
+        self.probe = probe
+        self.runs = runs
+
     def listed_checkpoints(self, run):
         """[(epoch, updates, path)] of the run's manifest; Snakemake plans a reader after its training."""
-        stage = self.checkpoints.pretrain if run in self.bert_runs() else self.checkpoints.train
+        stage = self.checkpoints.pretrain if run in self.runs.bert_runs() else self.checkpoints.train
         manifest = stage.get(run=run).output[0]
         # none where the training is done but wrote nothing: only `snakemake --touch` does that
         return trained_checkpoints(manifest) if os.path.exists(manifest) else []
@@ -37,11 +43,11 @@ class CheckpointReads:
 
     def probed_checkpoint(self, wildcards):
         """Fig 3's after-warm-up probe: the first checkpoint past the run's T_warmup updates."""
-        return self.read_checkpoints(wildcards.run, {"after_updates": self.probed_warmup(wildcards.run)})
+        return self.read_checkpoints(wildcards.run, {"after_updates": self.probe.probed_warmup(wildcards.run)})
 
     def dependency_checkpoints(self, wildcards):
         """Figs 7-8: each run's last checkpoint."""
-        return [f for run in self.dependency_cfg(wildcards)["runs"] for f in self.read_checkpoints(run, {"last": True})]
+        return [f for run in self.admin.dependency_cfg(wildcards)["runs"] for f in self.read_checkpoints(run, {"last": True})]
 
     def drawn_pairs(self, fig):
         """The first epochs i of the pairs (i, i+1) an update-norms figure draws; epochs: null, "all"."""
@@ -49,7 +55,7 @@ class CheckpointReads:
 
     def update_norm_checkpoints(self, wildcards):
         """Figs 3 and 11: both checkpoints of every pair drawn (epochs: null, every pair)."""
-        fig = self.update_norms_cfg(wildcards)
+        fig = self.admin.update_norms_cfg(wildcards)
         pairs = {"update_pairs": self.drawn_pairs(fig)}
         return [f for run in fig["runs"] for f in self.read_checkpoints(run, pairs)]
 

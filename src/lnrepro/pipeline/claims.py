@@ -35,6 +35,14 @@ class Claims:
     LAB_SOURCES = ("lab", "lab_fn")
     CLAIM_RUN_KEYS = ("a", "b", "c", "d")
 
+    def __init__(self, config, workflow, checks, errors, runs, sections):
+        self.config = config
+        self.workflow = workflow
+        self.checks = checks
+        self.errors = errors
+        self.runs = runs
+        self.sections = sections
+
     @functools.cached_property
     def claims_file(self):
         return self.load_claims_file()
@@ -42,7 +50,7 @@ class Claims:
     @property
     def paper_claims(self):
         """config/claims.yaml, once this config's `claims:` entries are checked against it."""
-        self.checked("claims")
+        self.sections.checked("claims")
         return self.claims_file
 
     def load_claims_file(self):
@@ -50,37 +58,37 @@ class Claims:
         path = os.path.join(self.workflow.basedir, self.CLAIMS_FILE)
         twice = duplicate_key_error(path, self.CLAIMS_FILE)
         if twice:
-            self.stop(twice)
+            self.errors.stop(twice)
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f)
-        defs = self.schema_defs()
+        defs = self.checks.schema_defs()
         error = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator({"$defs": defs, **defs["claims_file"]}).iter_errors(data))
         if error is not None:
-            msg, detail = self.schema_error_lines(error)
-            self.stop(f"{self.CLAIMS_FILE}: {msg}", detail)
+            msg, detail = self.checks.schema_error_lines(error)
+            self.errors.stop(f"{self.CLAIMS_FILE}: {msg}", detail)
         for name, claim in data["claims"].items():
             if claim.get("figure") not in data["places"]:
-                self.stop(f"{self.CLAIMS_FILE}: claims.{name}.figure: '{claim.get('figure')}' has no entry in places"
-                          f"{self.did_you_mean(claim.get('figure'), data['places'])}")
+                self.errors.stop(f"{self.CLAIMS_FILE}: claims.{name}.figure: '{claim.get('figure')}' has no entry in places"
+                                 f"{self.errors.did_you_mean(claim.get('figure'), data['places'])}")
         return data
 
     def check_claims_config(self):
         claims = self.claims_file["claims"]
         for name, scale in (self.config.get("claims") or {}).items():
             if name not in claims:
-                self.config_error(f"claims.{name}: not a claim of {self.CLAIMS_FILE}{self.did_you_mean(name, list(claims))}")
+                self.errors.config_error(f"claims.{name}: not a claim of {self.CLAIMS_FILE}{self.errors.did_you_mean(name, list(claims))}")
             changes = sorted(set(scale) - set(CLAIM_SCALE_WORDS))
             if "not_at_this_scale" in scale and ("scaled" in scale or changes):
-                self.config_error(f"claims.{name}: not_at_this_scale gives no scaled verdict; it takes no `scaled` range or setting")
+                self.errors.config_error(f"claims.{name}: not_at_this_scale gives no scaled verdict; it takes no `scaled` range or setting")
             if changes and "scaled" not in scale:  # claims.md shows why beside the scaled verdict
-                self.config_error(f"claims.{name}: {', '.join(changes)} differ from {self.CLAIMS_FILE}'s claim; say why in `scaled`")
+                self.errors.config_error(f"claims.{name}: {', '.join(changes)} differ from {self.CLAIMS_FILE}'s claim; say why in `scaled`")
             if "scaled" in scale and not changes:
-                self.config_error(f"claims.{name}: `scaled` says why, but nothing differs from {self.CLAIMS_FILE}'s claim")
+                self.errors.config_error(f"claims.{name}: `scaled` says why, but nothing differs from {self.CLAIMS_FILE}'s claim")
         for name, claim in claims.items():
             if claim["kind"] == "table" and claim["source"] not in self.CLAIM_SOURCES:
-                self.stop(f"{self.CLAIMS_FILE}: claims.{name}.source: '{claim['source']}' is not one of "
-                          f"{', '.join(sorted(self.CLAIM_SOURCES))}{self.did_you_mean(claim['source'], self.CLAIM_SOURCES)}")
+                self.errors.stop(f"{self.CLAIMS_FILE}: claims.{name}.source: '{claim['source']}' is not one of "
+                                 f"{', '.join(sorted(self.CLAIM_SOURCES))}{self.errors.did_you_mean(claim['source'], self.CLAIM_SOURCES)}")
 
     def caption_verdicts(self, *figures, lab=False):
         """A report caption's param: the verdicts of the claims whose `figure` is one of these (a key may
@@ -88,8 +96,8 @@ class Claims:
         report renders."""
         for figure in figures:
             if "{" not in figure and figure not in self.claims_file["places"]:
-                self.stop(f"caption_verdicts: '{figure}' is no figure of {self.CLAIMS_FILE}'s places"
-                          f"{self.did_you_mean(figure, self.claims_file['places'])}")
+                self.errors.stop(f"caption_verdicts: '{figure}' is no figure of {self.CLAIMS_FILE}'s places"
+                                 f"{self.errors.did_you_mean(figure, self.claims_file['places'])}")
 
         def verdicts(wildcards, input, output):
             # stale where a file the claims judged is newer than them: those of the artifact's inputs and
@@ -119,7 +127,7 @@ class Claims:
             if self.source_configured(claim["source"]):
                 return ""
             return f"this config has no {'.'.join(self.CLAIM_SOURCES[claim['source']][0])} section (table {claim['source']})"
-        missing = [run for run in self.claim_runs(claim) if run not in self.config["runs"] and run not in self.bert_runs()]
+        missing = [run for run in self.claim_runs(claim) if run not in self.config["runs"] and run not in self.runs.bert_runs()]
         return f"this config has no run {', '.join(missing)}" if missing else ""
 
     def scaled_claim(self, name):
@@ -170,7 +178,7 @@ class Claims:
                 if spec["kind"] == "table":
                     files.add(self.CLAIM_SOURCES[spec["source"]][1])
                 for run in self.claim_runs(spec):
-                    files.add(f"results/{'pretrain' if run in self.bert_runs() else 'train'}/{run}/metrics.csv")
+                    files.add(f"results/{'pretrain' if run in self.runs.bert_runs() else 'train'}/{run}/metrics.csv")
                     if spec.get("metric") == "bleu":
                         files.add(f"results/eval/{run}/bleu.csv")
         return sorted(files)

@@ -3,11 +3,23 @@ import functools
 import os
 import re
 import shlex
+import urllib.parse
 
 
 class Download:
     # a downloaded file's name, as the schema's `file:` pattern: also for one taken from its URL
     FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+    ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
+
+    def __init__(self, config, errors):
+        self.config, self.errors = config, errors
+
+    # ---- archives: one file name under resources/downloads/ is one URL and one sha256 (download.smk) ----
+    def archive_name(self, entry):
+        return entry.get("file") or os.path.basename(urllib.parse.urlparse(entry["url"]).path.rstrip("/"))
+
+    def archive_stem(self, name):
+        return next((name[: -len(s)] for s in self.ARCHIVE_SUFFIXES if name.endswith(s)), name)
 
     def download_entries(self):
         """(config key, {url, sha256, file}) of every file the config downloads: the corpora's
@@ -38,19 +50,20 @@ class Download:
         for key, a in self.download_entries():
             name = self.archive_name(a)
             if not self.FILE_NAME.fullmatch(name):  # it becomes a path and a word of the download's command
-                self.config_error(f"{key}: the file name {self.short_repr(name)} taken from {self.short_repr(a['url'])} "
-                                  "is not a usable file name (letters, digits and _ . + -, starting with a letter or "
-                                  "digit): give the entry a `file:`")
+                shown = self.errors.short_repr
+                self.errors.config_error(f"{key}: the file name {shown(name)} taken from {shown(a['url'])} "
+                                         "is not a usable file name (letters, digits and _ . + -, starting with a letter or "
+                                         "digit): give the entry a `file:`")
             other = found.get(name)
             if other and (other["url"], other.get("sha256")) != (a["url"], a.get("sha256")):
-                self.config_error(f"{key}: '{name}' is also {other['url']} "
-                                  f"(sha256 {other.get('sha256')}); one file name must mean one file")
+                self.errors.config_error(f"{key}: '{name}' is also {other['url']} "
+                                         f"(sha256 {other.get('sha256')}); one file name must mean one file")
             found[name] = a
         # only archives are unpacked; a plain file (a dump, a .txt) is read where it was downloaded
         archives = [n for n in found if n.endswith(self.ARCHIVE_SUFFIXES)]
         stems = {self.archive_stem(n): n for n in archives}
         if len(stems) != len(archives):
-            self.config_error(f"archives: two archives unpack to the same folder name ({sorted(found)})")
+            self.errors.config_error(f"archives: two archives unpack to the same folder name ({sorted(found)})")
         return found, stems
 
     def note_unverified_downloads(self):
@@ -60,11 +73,11 @@ class Download:
         unpinned = [f"{key} {self.archive_name(a)}" for key, a in entries if not a.get("sha256")]
         plain = [f"{key} {a['url']}" for key, a in entries if a["url"].lower().startswith("http://")]
         if unpinned:
-            self.note(f"downloads without a sha256, used unverified ({len(unpinned)} of {len(entries)}; each one's job "
-                      f"prints the sha256 to pin): {'; '.join(unpinned)}")
+            self.errors.note(f"downloads without a sha256, used unverified ({len(unpinned)} of {len(entries)}; each one's job "
+                             f"prints the sha256 to pin): {'; '.join(unpinned)}")
         if plain:
-            self.note(f"downloads over plain http, which anyone on the path can change ({len(plain)}; use https "
-                      f"where the host serves it): {'; '.join(plain)}")
+            self.errors.note(f"downloads over plain http, which anyone on the path can change ({len(plain)}; use https "
+                             f"where the host serves it): {'; '.join(plain)}")
 
     def drop_dangling_links(self):
         """A link in resources/verified/ whose file was deleted from resources/downloads/ (to fetch it

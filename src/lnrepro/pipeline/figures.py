@@ -6,6 +6,9 @@ from lnrepro.pipeline.spec_argument import spec_argument
 
 
 class Figures:
+    def __init__(self, config, runs):
+        self.config, self.runs = config, runs
+
     def figure_targets(self):
         """Each figure and the table of its final values (its report caption)."""
         return expand("results/figures/{fig}{suffix}", fig=self.config["figures"], suffix=[".pdf", "_final.csv"])
@@ -25,5 +28,5 @@ class Figures:
     def figure_spec(self, wildcards):
         """The figure's panels plus the settings of the runs it draws (for legends)."""
         spec = dict(self.config["figures"][wildcards.fig])
-        spec["run_settings"] = {run: self.run_settings(run) for run in self.figure_runs(wildcards.fig)}
+        spec["run_settings"] = {run: self.runs.run_settings(run) for run in self.figure_runs(wildcards.fig)}
         return spec_argument(spec)

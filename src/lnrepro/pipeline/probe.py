@@ -7,31 +7,37 @@ from lnrepro.settings import PROBE_KEYS, TRAIN_DEFAULTS, WARMUP_PROBE_KEYS, cli_
 
 
 class Probe:
+    def __init__(self, config, errors, runs, sections):
+        self.config = config
+        self.errors = errors
+        self.runs = runs
+        self.sections = sections
+
     def probed_warmup(self, run):
         """The run's T_warmup as it trains: the trainer's default where it sets none."""
-        return self.run_settings(run).get("warmup", TRAIN_DEFAULTS["warmup"])
+        return self.runs.run_settings(run).get("warmup", TRAIN_DEFAULTS["warmup"])
 
     def check_probe_config(self):
         probe = self.config.get("gradient_probe")
         if probe:
             run = probe["run"]
             if run not in self.config["runs"]:
-                self.unknown_name("gradient_probe.run", run, "a run", "runs", self.config["runs"])
-            if self.probed_warmup(run) <= 1 or self.run_norms(run) != ("post", "post"):  # as it trains: the trainer's defaults too
-                self.config_error(f"gradient_probe.run: '{run}' must be a Post-LN run with a warm-up (Fig 3: after warm-up)")
+                self.errors.unknown_name("gradient_probe.run", run, "a run", "runs", self.config["runs"])
+            if self.probed_warmup(run) <= 1 or self.runs.run_norms(run) != ("post", "post"):  # as it trains: the trainer's defaults too
+                self.errors.config_error(f"gradient_probe.run: '{run}' must be a Post-LN run with a warm-up (Fig 3: after warm-up)")
 
     def probe_targets(self):
         return ["results/figures/fig3.pdf"] if self.config.get("gradient_probe") else []
 
     def probe_cfg(self):
-        self.checked("probe")
+        self.sections.checked("probe")
         if not self.config.get("gradient_probe"):
-            self.config_error("Fig 3 (results/figures/fig3.pdf, results/probe/) needs a 'gradient_probe' section")
+            self.errors.config_error("Fig 3 (results/figures/fig3.pdf, results/probe/) needs a 'gradient_probe' section")
         return self.config["gradient_probe"]
 
     def probe_settings(self):
         """The probed run's settings: corpus, width, batch size, label smoothing; its depth is drawn in (a,b)."""
-        return self.run_settings(self.probe_cfg()["run"])
+        return self.runs.run_settings(self.probe_cfg()["run"])
 
     def probed_depth(self):
         """The probed run's decoder depth: probed at init beside the configured depths, and drawn in Fig 3."""
@@ -42,11 +48,11 @@ class Probe:
         return sorted(set(self.probe_cfg()["depths"]) | {self.probed_depth()})
 
     def probe_data(self, wildcards):
-        files = self.run_bin_files(self.probe_cfg()["run"])
+        files = self.runs.run_bin_files(self.probe_cfg()["run"])
         return {"dict": files["dict"], "train": files["train"]}
 
     def probe_bin_dir(self, wildcards):
-        return self.run_data_dir(self.probe_cfg()["run"])
+        return self.runs.run_data_dir(self.probe_cfg()["run"])
 
     def probe_common_flags(self):
         p = self.probe_cfg()
@@ -62,7 +68,7 @@ class Probe:
 
     def warmup_probe_flags(self, wildcards):
         """After warm-up: the checkpoint of the first epoch past the run's T_warmup updates."""
-        s = self.run_settings(wildcards.run)
+        s = self.runs.run_settings(wildcards.run)
         batches = {k: s[k] for k in WARMUP_PROBE_KEYS if k in s}
         return f"{self.probe_common_flags()} {cli_flags({**batches, 'after_updates': self.probed_warmup(wildcards.run)})}"
 

@@ -9,6 +9,9 @@ class Resources:
         "evaluate": {"mem_mb": 8000, "runtime": 120},
     }
 
+    def __init__(self, config, runs):
+        self.config, self.runs = config, runs
+
     def threads(self, kind):
         return self.config.get("threads", {}).get(kind, {"data": 2, "train": 1, "evaluate": 1}[kind])
 
@@ -23,37 +26,20 @@ class Resources:
 
         return per_attempt
 
-    def runtime(self, kind, rule=None):
-        """Time limit (minutes) of a job of this kind; a job killed at its limit is retried with a
-        longer one, and training resumes from its last complete epoch. The config's
-        `resources.KIND.runtime` where it sets one; else, for a job the cost plan estimates (rule: train,
-        pretrain, evaluate, evaluate_averaged, finetune), its planned runtime (Plan.planned_job: from the
-        config alone, as results/plan_jobs.csv lists it), at most `resources.max_runtime`; else
-        RESOURCE_DEFAULTS."""
-
-        def per_attempt(wildcards, attempt):
-            if rule and "runtime" not in self.config.get("resources", {}).get(kind, {}):
-                job = self.planned_job(rule, wildcards)
-                if job["runtime"] is not None:  # None: a corpus of a size the config does not state
-                    return self.plan_throughput().runtime(job["minutes"], attempt)  # at most resources.max_runtime
-            return self.job_resources(kind)["runtime"] * attempt
-
-        return per_attempt
-
     # ---- GPUs and processes of a run ----------------------------------------------------------------
     def run_nodes(self, run):
-        return self.run_settings(run).get("nodes", LAUNCH_DEFAULTS["nodes"])
+        return self.runs.run_settings(run).get("nodes", LAUNCH_DEFAULTS["nodes"])
 
     def run_gpus(self, run):
         """Training processes per node: one per GPU (CPU worker processes when the device is cpu)."""
-        return self.run_settings(run).get("gpus", LAUNCH_DEFAULTS["gpus"])
+        return self.runs.run_settings(run).get("gpus", LAUNCH_DEFAULTS["gpus"])
 
     def wants_gpu(self, run):
         """`resources.gpu`: auto asks for GPUs for runs that would use one (device cuda or auto);
         always also for device cpu (a test cluster with fake GPUs); never."""
         mode = self.config.get("resources", {}).get("gpu", "auto")
         if mode == "auto":
-            return self.run_settings(run).get("device", "auto") != "cpu"
+            return self.runs.run_settings(run).get("device", "auto") != "cpu"
         return mode == "always"
 
     def gpu_model(self):

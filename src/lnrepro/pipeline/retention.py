@@ -10,6 +10,16 @@ import types
 
 
 class Retention:
+    def __init__(self, config, admin, bert, checkpoint_reads, claims, figures, probe, runs):
+        self.config = config
+        self.admin = admin
+        self.bert = bert
+        self.checkpoint_reads = checkpoint_reads
+        self.claims = claims
+        self.figures = figures
+        self.probe = probe
+        self.runs = runs
+
     def keep_all_checkpoints(self):
         return self.config.get("checkpoints", {}).get("keep", "all") == "all"
 
@@ -18,35 +28,35 @@ class Retention:
         return pathlib.PurePosixPath(path).parts[2]
 
     def trained_dir(self, run):
-        return f"results/{'pretrain' if run in self.bert_runs() else 'train'}/{run}"
+        return f"results/{'pretrain' if run in self.runs.bert_runs() else 'train'}/{run}"
 
     def claim_files(self):
         """What the claims table reads (its runs' metrics and BLEU), where this config has one."""
-        return self.claims_inputs(None) if self.claims_targets() else []
+        return self.claims.claims_inputs(None) if self.claims.claims_targets() else []
 
     def table_sections(self):
         """The admin tables and lr grid this config has: each reads its runs' metrics and BLEU."""
-        return [section for section in ("table1", "table2", "lr_grid") if section in self.admin_cfg()]
+        return [section for section in ("table1", "table2", "lr_grid") if section in self.admin.admin_cfg()]
 
     def eval_files(self):
         """Every results/eval/ file a target of this config reads: figures' BLEU panels, claims, tables."""
-        files = [f for fig in self.config["figures"] for f in self.figure_inputs(types.SimpleNamespace(fig=fig))["bleu"]]
+        files = [f for fig in self.config["figures"] for f in self.figures.figure_inputs(types.SimpleNamespace(fig=fig))["bleu"]]
         files += [f for f in self.claim_files() if f.startswith("results/eval/")]
-        files += [f for section in self.table_sections() for f in self.table_inputs(section)["bleu"]]
+        files += [f for section in self.table_sections() for f in self.admin.table_inputs(section)["bleu"]]
         return list(dict.fromkeys(files))
 
     def admin_figure_runs(self, section):
         """{fig: its runs} of an admin figure section (layer_dependency, update_norms)."""
-        return {fig: spec["runs"] for fig, spec in self.admin_cfg().get(section, {}).items()}
+        return {fig: spec["runs"] for fig, spec in self.admin.admin_cfg().get(section, {}).items()}
 
     def trained_runs(self):
         """The runs whose training this config's targets ask for (their metrics.csv is read)."""
-        runs = [run for fig in self.config["figures"] for run in self.figure_runs(fig)]
+        runs = [run for fig in self.config["figures"] for run in self.figures.figure_runs(fig)]
         runs += [self.path_run(f) for f in self.claim_files() if os.path.basename(f) == "metrics.csv"]
-        runs += [run for section in self.table_sections() for run in self.table_runs(section)]
-        runs += [run for section in self.FIGURE_SECTIONS for runs_ in self.admin_figure_runs(section).values() for run in runs_]
-        runs += [self.probe_cfg()["run"]] if self.config.get("gradient_probe") else []
-        runs += self.bert_section()["fig5"]["runs"] if self.bert_section().get("fig5") else []
+        runs += [run for section in self.table_sections() for run in self.admin.table_runs(section)]
+        runs += [run for section in self.admin.FIGURE_SECTIONS for runs_ in self.admin_figure_runs(section).values() for run in runs_]
+        runs += [self.probe.probe_cfg()["run"]] if self.config.get("gradient_probe") else []
+        runs += self.runs.bert_section()["fig5"]["runs"] if self.runs.bert_section().get("fig5") else []
         return list(dict.fromkeys(runs))
 
     def merged_pairs(self, have, firsts):
@@ -61,25 +71,25 @@ class Retention:
             run = self.path_run(f)
             readers[run][0].append(f)
             if os.path.basename(f).startswith("bleu_avg"):
-                readers[run][1]["average_last"] = self.averaged_checkpoints(run)
+                readers[run][1]["average_last"] = self.admin.averaged_checkpoints(run)
         if self.config.get("gradient_probe"):
-            run = self.probe_cfg()["run"]
-            readers[run][0].append(self.probe_files("grads")[-1])  # the after-warm-up probe
-            readers[run][1]["after_updates"] = self.probed_warmup(run)
+            run = self.probe.probe_cfg()["run"]
+            readers[run][0].append(self.probe.probe_files("grads")[-1])  # the after-warm-up probe
+            readers[run][1]["after_updates"] = self.probe.probed_warmup(run)
         for fig, runs in self.admin_figure_runs("layer_dependency").items():
             for run in runs:
                 readers[run][0].append(f"results/figures/liu_{fig}.pdf")
                 readers[run][1]["last"] = True
         for fig, runs in self.admin_figure_runs("update_norms").items():
-            firsts = self.drawn_pairs(self.figure_cfg("update_norms", fig))
+            firsts = self.checkpoint_reads.drawn_pairs(self.admin.figure_cfg("update_norms", fig))
             for run in runs:
                 readers[run][0].append(f"results/figures/liu_{fig}.pdf")
                 readers[run][1]["update_pairs"] = self.merged_pairs(readers[run][1].get("update_pairs", []), firsts)
-        if self.bert_section().get("fig5") and "finetune" in self.bert_section():
-            for f in self.fig5_summaries():  # results/finetune/{run}/{task}/round{r}.summary.csv
+        if self.runs.bert_section().get("fig5") and "finetune" in self.runs.bert_section():
+            for f in self.bert.fig5_summaries():  # results/finetune/{run}/{task}/round{r}.summary.csv
                 readers[self.path_run(f)][0].append(f)
-            for run in self.bert_section()["fig5"]["runs"]:
-                readers[run][1]["rounds"] = self.finetuned_rounds(run)
+            for run in self.runs.bert_section()["fig5"]["runs"]:
+                readers[run][1]["rounds"] = self.bert.finetuned_rounds(run)
         return {run: (list(dict.fromkeys(files)), needs) for run, (files, needs) in readers.items()}
 
     def checkpoint_needs(self, run):

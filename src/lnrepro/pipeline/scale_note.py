@@ -34,7 +34,15 @@ def joined(values):
 
 
 class ScaleNote:
-    def scale_note(self, kind):
+    def __init__(self, config, admin, figures, probe, runs, sweeps):
+        self.config = config
+        self.admin = admin
+        self.figures = figures
+        self.probe = probe
+        self.runs = runs
+        self.sweeps = sweeps
+
+    def flag(self, kind):
         """A figure rule's --scale-note param: the note for what `kind`'s job draws (see DRAWN);
         nothing where the config has no scale_note (config/config.yaml: the papers' scale)."""
         def flag(wildcards):
@@ -48,35 +56,35 @@ class ScaleNote:
 
     # ---- what each figure rule draws: (trained runs, (depths, width) of models at initialization) ----
     def drawn_by_figure(self, wildcards):
-        return self.figure_runs(wildcards.fig), None
+        return self.figures.figure_runs(wildcards.fig), None
 
     def drawn_by_gradient_probe(self, wildcards):
-        return [self.probe_cfg()["run"]], (self.probe_layers(), self.width(self.probe_settings()))
+        return [self.probe.probe_cfg()["run"]], (self.probe.probe_layers(), self.width(self.probe.probe_settings()))
 
     def drawn_by_theory(self, wildcards):
         t = self.config["theory"]
         return [], ([t["layers"], *t["depths"]], t["d_model"])
 
     def drawn_by_fig5(self, wildcards):
-        return self.bert_section()["fig5"]["runs"], None
+        return self.runs.bert_section()["fig5"]["runs"], None
 
     def drawn_by_vanishing(self, wildcards):
-        return [], ([self.admin_cfg("gradients")["layers"]], self.width(self.admin_probe_settings("gradients")))
+        return [], ([self.admin.admin_cfg("gradients")["layers"]], self.width(self.admin.admin_probe_settings("gradients")))
 
     def drawn_by_output_change(self, wildcards):
-        return [], (self.admin_cfg("output_change")["depths"], self.width(self.admin_probe_settings("output_change")))
+        return [], (self.admin.admin_cfg("output_change")["depths"], self.width(self.admin.admin_probe_settings("output_change")))
 
     def drawn_by_lr_grid(self, wildcards):
-        return self.table_runs("lr_grid"), None
+        return self.admin.table_runs("lr_grid"), None
 
     def drawn_by_dependency(self, wildcards):
-        return self.dependency_cfg(wildcards)["runs"], None
+        return self.admin.dependency_cfg(wildcards)["runs"], None
 
     def drawn_by_update_norms(self, wildcards):
-        return self.update_norms_cfg(wildcards)["runs"], None
+        return self.admin.update_norms_cfg(wildcards)["runs"], None
 
     def drawn_by_sweep(self, wildcards):
-        return self.sweep_runs(wildcards.sweep), None
+        return self.sweeps.sweep_runs(wildcards.sweep), None
 
     DRAWN = {"sweep": drawn_by_sweep, "figure": drawn_by_figure, "gradient_probe": drawn_by_gradient_probe, "theory": drawn_by_theory,
              "fig5": drawn_by_fig5, "vanishing": drawn_by_vanishing, "output_change": drawn_by_output_change,
@@ -90,7 +98,7 @@ class ScaleNote:
         return f"models at initialization, {span(depths, ' layers')} per side, d={width}"
 
     def trained_facts(self, runs):
-        settings = {run: {**TRAIN_DEFAULTS, **self.run_settings(run)} for run in runs}
+        settings = {run: {**TRAIN_DEFAULTS, **self.runs.run_settings(run)} for run in runs}
         bert = [run for run in runs if run not in self.config["runs"]]
         facts = [self.shape(settings, bert), self.data_and_length(settings, bert)]
         return ", ".join(facts + self.lrs_and_warmups(settings))
@@ -106,7 +114,7 @@ class ScaleNote:
         if bert:
             return f"generated documents, {span([s['max_updates'] for s in settings.values()], ' updates')}"
         corpora = dict.fromkeys(s["corpus"] for s in settings.values())
-        generated = all(self.corpus_cfg(c)["source"] == "generated" for c in corpora)
+        generated = all(self.runs.corpus_cfg(c)["source"] == "generated" for c in corpora)
         data = f"{'generated ' if generated else ''}{joined(corpora)} data"
         return f"{data}, {span([s['epochs'] for s in settings.values()], ' epochs')}"
 

@@ -53,6 +53,9 @@ def cell_settings(template, axes, values, seed):
 
 
 class Sweeps:
+    def __init__(self, config, checks, errors):
+        self.config, self.checks, self.errors = config, checks, errors
+
     def cell_names(self, sweep):
         """[(run, {axis: value}, seed)] of a sweep, in the axes' order, seeds last, each named as its own."""
         s = self.config["sweeps"][sweep]
@@ -75,17 +78,17 @@ class Sweeps:
         for run in self.config["runs"]:
             if (same := self.trained_as(run)) is not None:
                 trained.setdefault(same, run)
-        name = self.schema_defs()["name"]  # a run's name becomes a path and a word of a command
+        name = self.checks.schema_defs()["name"]  # a run's name becomes a path and a word of a command
         for sweep, s in (self.config.get("sweeps") or {}).items():
             self.check_sweep(sweep, s)
             for run, values, seed in self.cell_names(sweep):
                 if not re.fullmatch(name["pattern"], run) or len(run) > name["maxLength"]:
-                    self.config_error(f"sweeps.{sweep}: its cell's name {run!r} is not a usable run name (letters, digits "
-                                      f"and _ . + -, at most {name['maxLength']} characters): an axis value made it so "
-                                      f"(axes: {', '.join(s['axes'])})")
+                    self.errors.config_error(f"sweeps.{sweep}: its cell's name {run!r} is not a usable run name (letters, digits "
+                                             f"and _ . + -, at most {name['maxLength']} characters): an axis value made it so "
+                                             f"(axes: {', '.join(s['axes'])})")
                 if run in self.config["runs"]:
-                    self.config_error(f"sweeps.{sweep}: its cell {run} is named as "
-                                      f"{'a cell of sweeps.' + made[run] if run in made else 'a run of runs:'}; rename the sweep")
+                    self.errors.config_error(f"sweeps.{sweep}: its cell {run} is named as "
+                                             f"{'a cell of sweeps.' + made[run] if run in made else 'a run of runs:'}; rename the sweep")
                 made[run] = sweep
                 self.config["runs"][run] = cell_settings(s["template"], list(s["axes"]), list(values.values()), seed)
                 same = self.trained_as(run)
@@ -107,24 +110,25 @@ class Sweeps:
         where = f"sweeps.{sweep}"
         count = math.prod(len(v) for v in s["axes"].values()) * len(s["seeds"])
         if count > MAX_SWEEP_RUNS:
-            self.config_error(f"{where}: {count:,} runs (axes x seeds), over the {MAX_SWEEP_RUNS:,} a sweep may expand to")
+            self.errors.config_error(f"{where}: {count:,} runs (axes x seeds), over the {MAX_SWEEP_RUNS:,} a sweep may expand to")
         if "seed" in s["template"] or "seed" in s["axes"]:
-            self.config_error(f"{where}: a sweep's seeds are its `seeds:`, not a template or axis key")
+            self.errors.config_error(f"{where}: a sweep's seeds are its `seeds:`, not a template or axis key")
         if LAYERS_AXIS in s["axes"] and {"enc_layers", "dec_layers"} & (set(s["axes"]) | set(s["template"])):
-            self.config_error(f"{where}.axes.{LAYERS_AXIS}: sets enc_layers and dec_layers; the template or another axis sets them too")
-        run_schema = jsonschema.Draft202012Validator({"$defs": self.schema_defs(), **self.schema_defs()["run"]})
+            self.errors.config_error(f"{where}.axes.{LAYERS_AXIS}: sets enc_layers and dec_layers; the template or another axis sets them too")
+        run_schema = jsonschema.Draft202012Validator({"$defs": self.checks.schema_defs(), **self.checks.schema_defs()["run"]})
         for key, values in s["axes"].items():
             field = "enc_layers" if key == LAYERS_AXIS else key
             for i, value in enumerate(values):
                 error = jsonschema.exceptions.best_match(run_schema.iter_errors({field: value}))
                 if error is not None:
-                    msg, detail = self.schema_error_lines(error)
-                    self.config_error(f"{where}.axes.{key}[{i}]: {msg.removeprefix(f'{field}: ')}", detail)
+                    msg, detail = self.checks.schema_error_lines(error)
+                    self.errors.config_error(f"{where}.axes.{key}[{i}]: {msg.removeprefix(f'{field}: ')}", detail)
             if len(set(map(repr, values))) < len(values):
-                self.config_error(f"{where}.axes.{key}: a value given twice would name two cells alike")
+                self.errors.config_error(f"{where}.axes.{key}: a value given twice would name two cells alike")
         for role, axis in (s.get("phase") or {}).items():
             if axis is not None and axis not in s["axes"]:
-                self.config_error(f"{where}.phase.{role}: '{axis}' is not an axis of the sweep{self.did_you_mean(axis, list(s['axes']))}")
+                close = self.errors.did_you_mean(axis, list(s["axes"]))
+                self.errors.config_error(f"{where}.phase.{role}: '{axis}' is not an axis of the sweep{close}")
 
     # ---- the sweep's table (workflow/rules/sweeps.smk): one target per sweep, every cell's status ----
     def sweep_metrics(self, sweep):
@@ -159,8 +163,8 @@ class Sweeps:
         axes = list(s["axes"])
         if len(axes) in (2, 3):
             return tuple([None] * (3 - len(axes)) + axes)
-        self.config_error(f"sweeps.{sweep}: {len(axes)} axes; its phase diagram needs `phase: {{facet, y, x}}` to say "
-                          "which it draws")
+        self.errors.config_error(f"sweeps.{sweep}: {len(axes)} axes; its phase diagram needs `phase: {{facet, y, x}}` to say "
+                                 "which it draws")
 
     def sweep_title(self, sweep):
         s = self.config["sweeps"][sweep]
@@ -178,8 +182,8 @@ class Sweeps:
         where the sweep's x axis is not one the figure reads."""
         facet, y, x = self.sweep_phase_axes(sweep)
         if x not in x_axes:
-            self.config_error(f"sweeps.{sweep}: {figure} reads the phase diagram's cells along {' or '.join(x_axes)}; "
-                              f"its x axis is '{x}' (set `phase: {{facet, y, x}}`)")
+            self.errors.config_error(f"sweeps.{sweep}: {figure} reads the phase diagram's cells along {' or '.join(x_axes)}; "
+                                     f"its x axis is '{x}' (set `phase: {{facet, y, x}}`)")
         return spec_argument({"title": self.sweep_title(sweep), "facet": facet, "y": y, "x": x})
 
     def sweep_thresholds_spec(self, wildcards):

@@ -7,12 +7,15 @@ from lnrepro.settings import cli_flags
 class Theory:
     THEORY_KEYS = ("d_model", "layers", "seeds", "sequences", "positions", "vocab_size", "device")
 
+    def __init__(self, config, errors):
+        self.config, self.errors = config, errors
+
     def theory_targets(self):
         return ["results/figures/theory.pdf"] if self.config.get("theory") else []
 
     def theory_flags(self, wildcards):
         if not self.config.get("theory"):
-            self.config_error("the theory checks (results/figures/theory.pdf) need a 'theory' section")
+            self.errors.config_error("the theory checks (results/figures/theory.pdf) need a 'theory' section")
         t = self.config["theory"]
         flags = cli_flags({k: t[k] for k in self.THEORY_KEYS if k in t})
         depths = " ".join(str(int(L)) for L in t["depths"])

@@ -3,12 +3,15 @@ from lnrepro.settings import STEP_SCHEDULES, launched_trainer_flags, trainer_fla
 
 
 class Train:
+    def __init__(self, runs):
+        self.runs = runs
+
     def model_flags(self, wildcards):
         """The run's own settings: what its training and its Admin profiling depend on."""
-        return trainer_flags(self.run_settings(wildcards.run))
+        return trainer_flags(self.runs.run_settings(wildcards.run))
 
     def uses_admin(self, run):
-        s = self.run_settings(run)
+        s = self.runs.run_settings(run)
         return "admin" in (s.get("enc_norm"), s.get("dec_norm"))
 
     def omega_file(self, run):
@@ -16,24 +19,24 @@ class Train:
 
     def train_flags(self, wildcards):
         """Only this run's settings reach its training job, so an edit reruns only this run."""
-        flags = launched_trainer_flags(self.run_settings(wildcards.run))
+        flags = launched_trainer_flags(self.runs.run_settings(wildcards.run))
         flags += f" --admin-omega {self.omega_file(wildcards.run)}" if self.uses_admin(wildcards.run) else ""
-        return flags + self.train_cap_flags(wildcards.run) + self.log_flags(wildcards.run)
+        return flags + self.train_cap_flags(wildcards.run) + self.runs.log_flags(wildcards.run)
 
     def train_cap(self, run):
         """(epochs, epoch_updates), 0 where uncapped: at most `epochs` epochs of at most `epoch_updates`
         updates; a run whose lr steps down at decay_epoch trains up to that epoch, so the decay is exercised too."""
-        cap, s = self.training_cap(), self.run_settings(run)
+        cap, s = self.runs.training_cap(), self.runs.run_settings(run)
         epochs = cap.get("epochs", 0)
         if epochs and s.get("schedule") in STEP_SCHEDULES:
             epochs = max(epochs, s.get("decay_epoch", 0))
         return epochs, cap.get("epoch_updates", 0)
 
     def train_cap_flags(self, run):
-        return self.cap_flags(*self.train_cap(run))
+        return self.runs.cap_flags(*self.train_cap(run))
 
     def run_data(self, wildcards):
-        return self.run_bin_files(wildcards.run)
+        return self.runs.run_bin_files(wildcards.run)
 
     def train_data(self, wildcards):
         files = self.run_data(wildcards)
