@@ -92,12 +92,13 @@ rule admin_table1:
                                      "decoder's bottom/top ratio) and the run's status, final valid loss and BLEU"),
         verdicts=P.caption_verdicts("liu_table1"),  # read when the report renders
         spec=P.table1_spec,
+        files=P.table1_pairs,  # --metrics/--bleu RUN=PATH: the files of its input
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/admin/admin_table1.log",
     shell:
-        "lnrepro admin-tables --table 1 --spec {params.spec:q} --runs-dir results --vanishing {input.vanishing:q}"
+        "lnrepro admin-tables --table 1 --spec {params.spec:q} {params.files} --vanishing {input.vanishing:q}"
         " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
@@ -112,12 +113,13 @@ rule admin_table2:
                                  got="per norm and depth, the run's status, final valid loss (bits) and test BLEU"),
         verdicts=P.caption_verdicts("liu_table2"),  # read when the report renders
         spec=P.table2_spec,
+        files=P.table2_pairs,  # --metrics/--bleu RUN=PATH: the files of its input
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/admin/admin_table2.log",
     shell:
-        "lnrepro admin-tables --table 2 --spec {params.spec:q} --runs-dir results"
+        "lnrepro admin-tables --table 2 --spec {params.spec:q} {params.files}"
         " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
@@ -133,13 +135,14 @@ rule lr_grid:
                                  got="per norm, lr and beta2, the run's status, test BLEU and final valid loss"),
         verdicts=P.caption_verdicts("liu_fig10"),  # read when the report renders
         spec=P.lr_grid_spec,
+        files=P.lr_grid_pairs,  # --metrics/--bleu RUN=PATH: the files of its input
         scale_note=P.scale_note("lr_grid"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/admin/liu_fig10.log",
     shell:
-        "lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf:q} --csv {output.csv:q}"
+        "lnrepro lr-grid --spec {params.spec:q} {params.files} --pdf {output.pdf:q} --csv {output.csv:q}"
         " {params.scale_note} > {log:q} 2>&1"
 
 
@@ -161,6 +164,7 @@ rule layer_dependency:
                                      "of the branch below it and of the embeddings"),
         verdicts=P.caption_verdicts("liu_fig7"),  # read when the report renders
         spec=P.dependency_spec,
+        files=P.dependency_pairs,  # --metrics RUN=PATH: the metrics of its input
         scale_note=P.scale_note("dependency"),
         data_dir=P.dependency_data_dir,
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models at init are profiled in the job
@@ -172,7 +176,7 @@ rule layer_dependency:
     benchmark:
         "benchmarks/admin/liu_{ldfig}.tsv"
     shell:
-        "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
+        "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir:q} {params.files}"
         " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note}"
         " > {log:q} 2>&1"
 
@@ -193,6 +197,7 @@ rule update_norms:
         caption=P.report_caption("admin", "update_norms", "{unfig}"),  # its config text, shown literally in the report
         verdicts=P.caption_verdicts("liu_{unfig}"),  # read when the report renders
         spec=P.update_norms_spec,
+        files=P.update_norms_pairs,  # --metrics RUN=PATH: the metrics of its input
         scale_note=P.scale_note("update_norms"),
         data_dir=P.update_norms_data_dir,
     threads: P.threads("train")
@@ -203,6 +208,6 @@ rule update_norms:
     benchmark:
         "benchmarks/admin/liu_{unfig}.tsv"
     shell:
-        "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
+        "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir:q} {params.files}"
         " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note}"
         " > {log:q} 2>&1"

@@ -1,6 +1,7 @@
 """What admin.smk's rules ask of the config (parse time; no torch)."""
 import shlex
 
+from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import (ADMIN_PROBE_KEYS, DEPENDENCY_KEYS, OUTPUT_CHANGE_NORMS, RUN_VALUE_DEFAULTS, UPDATE_NORM_KEYS,
                               cli_flags, picked_flags)
@@ -185,10 +186,19 @@ class Admin:
         n = self.averaged_checkpoints(run)
         return f"results/eval/{run}/bleu_avg{n}.csv" if n else f"results/eval/{run}/bleu.csv"
 
-    def table_inputs(self, section):
+    def table_files(self, section):
+        """{flag: {run: path}} a table or the lr grid reads (admin_table1, admin_table2, lr_grid): each run's
+        metrics and (averaged) BLEU. Its input and its command's pairs, both."""
         runs = self.table_runs(section)
-        return {"metrics": [f"results/train/{run}/metrics.csv" for run in runs],
-                "bleu": [self.table_bleu_file(run) for run in runs]}
+        return {"metrics": {run: f"results/train/{run}/metrics.csv" for run in runs},
+                "bleu": {run: self.table_bleu_file(run) for run in runs}}
+
+    def table_inputs(self, section):
+        return input_lists(self.table_files(section))
+
+    def table_pairs(self, section):
+        """--metrics RUN=PATH ... --bleu RUN=PATH ...: the files of its input, by run."""
+        return flag_pairs(self.table_files(section))
 
     def table_spec(self, section):
         """The section plus what the command needs to read its runs, and nothing about other runs."""
@@ -205,17 +215,26 @@ class Admin:
     def table1_spec(self, wildcards):
         return self.table_spec("table1")
 
+    def table1_pairs(self, wildcards):
+        return self.table_pairs("table1")
+
     def table2_inputs(self, wildcards):
         return self.table_inputs("table2")
 
     def table2_spec(self, wildcards):
         return self.table_spec("table2")
 
+    def table2_pairs(self, wildcards):
+        return self.table_pairs("table2")
+
     def lr_grid_inputs(self, wildcards):
         return self.table_inputs("lr_grid")
 
     def lr_grid_spec(self, wildcards):
         return self.table_spec("lr_grid")
+
+    def lr_grid_pairs(self, wildcards):
+        return self.table_pairs("lr_grid")
 
     def figure_cfg(self, section, fig):
         figures = self.admin_cfg().get(section, {})
@@ -233,10 +252,19 @@ class Admin:
     def dependency_cfg(self, wildcards):
         return self.figure_cfg("layer_dependency", wildcards.ldfig)
 
+    def figure_metrics(self, section, fig):
+        """{"metrics": {run: path}} a trained-run probe reads (layer_dependency, update_norms): each run's
+        metrics.csv, through which it reads the checkpoints. Its input and its command's pairs, both."""
+        return {"metrics": {run: f"results/train/{run}/metrics.csv" for run in self.figure_cfg(section, fig)["runs"]}}
+
     def dependency_inputs(self, wildcards):
         files = self.run_bin_files(self.figure_run("layer_dependency", wildcards.ldfig))
         return {"dict": files["dict"], "train": files["train"],
-                "metrics": [f"results/train/{run}/metrics.csv" for run in self.dependency_cfg(wildcards)["runs"]]}
+                **input_lists(self.figure_metrics("layer_dependency", wildcards.ldfig))}
+
+    def dependency_pairs(self, wildcards):
+        """--metrics RUN=PATH ...: the metrics of its input, by run."""
+        return flag_pairs(self.figure_metrics("layer_dependency", wildcards.ldfig))
 
     def dependency_data_dir(self, wildcards):
         return self.figure_data_dir("layer_dependency", wildcards.ldfig)
@@ -253,7 +281,11 @@ class Admin:
     def update_norms_inputs(self, wildcards):
         """The runs' metrics (their epoch checkpoints are written with them) and the corpus's batches."""
         return {"train": self.run_bin_files(self.figure_run("update_norms", wildcards.unfig))["train"],
-                "metrics": [f"results/train/{run}/metrics.csv" for run in self.update_norms_cfg(wildcards)["runs"]]}
+                **input_lists(self.figure_metrics("update_norms", wildcards.unfig))}
+
+    def update_norms_pairs(self, wildcards):
+        """--metrics RUN=PATH ...: the metrics of its input, by run."""
+        return flag_pairs(self.figure_metrics("update_norms", wildcards.unfig))
 
     def update_norms_data_dir(self, wildcards):
         return self.figure_data_dir("update_norms", wildcards.unfig)
