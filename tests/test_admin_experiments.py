@@ -28,6 +28,7 @@ from lnrepro.core.admin import as_post_ln
 from lnrepro.core.layers import ResidualSublayer
 from lnrepro.core.model import ModelConfig, Transformer, label_smoothed_loss
 from lnrepro.training.evaluate import average_checkpoints
+from run_files import bleu_pairs, laid_out, metrics_pairs
 
 VOCAB = 60
 
@@ -194,18 +195,24 @@ def runs(tmp_path):
     return tmp_path
 
 
+def outcome_of(runs, run, converged_below=None, average_last=0):
+    """run_outcome of a fabricated run: its metrics.csv and its bleu.csv (bleu_avgN.csv where averaged)."""
+    bleu = runs / "eval" / run / (f"bleu_avg{average_last}.csv" if average_last else "bleu.csv")
+    return run_outcome(runs / "train" / run / "metrics.csv", bleu, converged_below, average_last)
+
+
 def test_run_outcome(runs):
-    assert run_outcome(runs, "post18")["status"] == "diverged"
-    assert run_outcome(runs, "post18")["diverged_reason"] == ""  # metrics from before the column
-    assert run_outcome(runs, "post12")["diverged_reason"] == "minimum loss scale reached (0.0001)"
-    assert run_outcome(runs, "pre6")["diverged_reason"] == ""
-    assert run_outcome(runs, "hybrid18", converged_below=7)["status"] == "not converged"
-    assert run_outcome(runs, "hybrid18")["status"] == "converged"  # no threshold: only explosions fail
-    ok = run_outcome(runs, "pre6", converged_below=7)
+    assert outcome_of(runs, "post18")["status"] == "diverged"
+    assert outcome_of(runs, "post18")["diverged_reason"] == ""  # metrics from before the column
+    assert outcome_of(runs, "post12")["diverged_reason"] == "minimum loss scale reached (0.0001)"
+    assert outcome_of(runs, "pre6")["diverged_reason"] == ""
+    assert outcome_of(runs, "hybrid18", converged_below=7)["status"] == "not converged"
+    assert outcome_of(runs, "hybrid18")["status"] == "converged"  # no threshold: only explosions fail
+    ok = outcome_of(runs, "pre6", converged_below=7)
     assert (ok["status"], ok["bleu"], ok["valid_loss"], ok["epochs"]) == ("converged", 18, 5.5, 2)
-    assert run_outcome(runs, "pre6", average_last=2)["bleu"] == 19  # the averaged model's table
-    assert run_outcome(runs, "pre6", average_last=2)["note"] == ""  # both checkpoints asked for
-    short = run_outcome(runs, "post18", average_last=2)  # one checkpoint, then it diverged
+    assert outcome_of(runs, "pre6", average_last=2)["bleu"] == 19  # the averaged model's table
+    assert outcome_of(runs, "pre6", average_last=2)["note"] == ""  # both checkpoints asked for
+    short = outcome_of(runs, "post18", average_last=2)  # one checkpoint, then it diverged
     assert (short["averaged"], short["average_last"]) == (1, 2)
     assert short["note"] == "avg of 1 of 2 checkpoints: diverged at update 15"
 
@@ -214,9 +221,9 @@ def test_the_tables_and_the_claims_read_one_status(runs):
     """A run is failed in claims.md exactly where admin_table2.md prints it diverged or not converged."""
     for run in ("post6", "post18", "hybrid18", "pre6", "pre18", "iw_post_2", "post12"):
         for below in (None, 7, 5.2):
-            table = run_outcome(runs, run, converged_below=below)["status"]
+            table = outcome_of(runs, run, converged_below=below)["status"]
             claim = {"paper": "p", "kind": "outcome", "a": run, "converged_below": below, "min": 1}
-            row = claims.evaluate({"c": claim}, runs, {}).iloc[0]
+            row = claims.evaluate({"c": claim}, laid_out(runs), {}).iloc[0]
             assert (row.ours == 1) == (table != "converged"), (run, below, table, row.detail)
             assert row.detail.startswith(f"{run} {table} (")
 
@@ -227,7 +234,7 @@ def test_table1_joins_vanishing_with_outcome(runs):
         {"enc": "pre", "dec": "pre", "run": "pre18"}]}}
     vanishing = pd.DataFrame([{"combination": c, "vanishing": v, "decoder_bottom_over_top": r, "layers": 18}
                               for c, v, r in (("post/post", 1, 0.01), ("post/pre", 0, 1.9), ("pre/pre", 0, 2.0))])
-    rows = table1(spec, runs, vanishing)
+    rows = table1(spec, laid_out(runs), vanishing)
     assert [(r["vanishing"], r["status"]) for r in rows] == [(1, "diverged"), (0, "not converged"), (0, "converged")]
     text = table1_markdown(rows, "T1", "paper")
     assert "| Post-LN | Pre-LN | no (decoder bottom/top gradient 1.9) | not converged | 0.50 | 7.80 |" in text
@@ -238,7 +245,7 @@ def test_table2_depth_cells_and_seed_mean(runs):
         "title": "T2", "corpus_label": "WMT", "depths": [6, 18],
         "runs": {"pre": ["pre6", "pre18"], "post": ["post6", "post18"]},  # sorted, as the workflow's JSON
         "seed_label": "IWSLT", "seed_runs": {"post": ["iw_post_1", "iw_post_2"], "pre": ["iw_pre_1", "iw_pre_2"]}}}
-    rows = {(r["row"], r["column"]): r for r in table2(spec, runs)}
+    rows = {(r["row"], r["column"]): r for r in table2(spec, laid_out(runs, average_last=spec["average_last"]))}
     assert rows[("Post-LN", "WMT 18L")]["status"] == "diverged"
     assert rows[("Pre-LN", "WMT 18L")]["bleu"] == 20  # averaged checkpoints
     seeds = rows[("Pre-LN", "IWSLT")]
@@ -258,7 +265,8 @@ def test_table2_block_of_other_initializations(runs, tmp_path):
         "runs": {"post": ["post18"]}, "init_label": "18 layers",
         "init_runs": {"looklinear": "hybrid18", "fixup": "pre18"}}}  # sorted, as the workflow's JSON
     md, out = tmp_path / "t2.md", tmp_path / "t2.csv"
-    args = argparse.Namespace(table=2, spec=json.dumps(spec), runs_dir=str(runs), vanishing=None, csv=str(out), md=str(md))
+    args = argparse.Namespace(table=2, spec=json.dumps(spec), metrics=metrics_pairs(runs), bleu=bleu_pairs(runs),
+                              vanishing=None, csv=str(out), md=str(md))
     assert admin_tables.run(args) == 0
     text = md.read_text()
     block = ["## Other initializations (Liu §5.2): 18 layers", "",
@@ -271,7 +279,7 @@ def test_table2_block_of_other_initializations(runs, tmp_path):
     assert list(zip(extra.row, extra.run, extra.status)) == [("FixUp", "pre18", "converged"),
                                                              ("LookLinear", "hybrid18", "not converged")]
     del spec["table2"]["init_runs"]
-    assert admin_tables.init_rows(spec, runs) == []  # no block without init_runs
+    assert admin_tables.init_rows(spec, laid_out(runs)) == []  # no block without init_runs
 
 
 def test_lr_grid_table_and_heatmap(runs, tmp_path):
@@ -280,7 +288,7 @@ def test_lr_grid_table_and_heatmap(runs, tmp_path):
                                                                      "run": "post18"},
         {"norm": "pre", "lr": 1e-4, "beta2": 0.99, "run": "pre6"}, {"norm": "pre", "lr": 5e-4, "beta2": 0.99,
                                                                    "run": "pre18"}]}}
-    table = grid_table(spec, runs)
+    table = grid_table(spec, laid_out(runs))
     assert list(table.status) == ["converged", "diverged", "converged", "converged"]
     fig = draw_grid(table, "grid", tmp_path / "grid.pdf")
     assert (tmp_path / "grid.pdf").stat().st_size > 0
@@ -466,7 +474,7 @@ def test_update_norms_command_on_fabricated_checkpoints(toy_data, tmp_path):
         run_dir / "metrics.csv", index=False)
     spec = {"title": "t", "batches": 2, "epochs": None,
             "runs": {"r": {"optimizer": "sgd", "max_tokens": 200, "seed": 1, "label_smoothing": 0.1}}}
-    assert cli_main(["update-norms", "--spec", json.dumps(spec), "--data", str(toy_data), "--runs-dir", str(tmp_path),
+    assert cli_main(["update-norms", "--spec", json.dumps(spec), "--data", str(toy_data), "--metrics", f"r={run_dir / 'metrics.csv'}",
                      "--pdf", str(tmp_path / "f.pdf"), "--csv", str(tmp_path / "f.csv"),
                      "--summary", str(tmp_path / "s.csv")]) == 0
     table = pd.read_csv(tmp_path / "f.csv")

@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from lnrepro.analyses import check_claims, claims, verdicts
+from lnrepro.args import RunFiles
+from run_files import bleu_pairs, laid_out, metrics_pairs
 from workflow_helpers import ROOT, refusal_before_any_job
 
 DIVERGED = None  # a run that diverged in its first epoch: no value at all
@@ -229,19 +231,20 @@ CASES = [
 def test_each_kind_passes_and_fails_on_the_papers_range(tmp_path, spec, inputs, ours, result):
     write_runs(tmp_path, inputs.get("runs", {}))
     tables = {name: table for name, table in inputs.items() if name != "runs"}
-    row = claims.evaluate({"c": {"paper": "p", **spec}}, tmp_path, tables).iloc[0]
+    row = claims.evaluate({"c": {"paper": "p", **spec}}, laid_out(tmp_path), tables).iloc[0]
     assert row.ours == pytest.approx(ours, nan_ok=True)
     assert row.paper_result == row.scaled_result == result  # no scale: the paper's range at both
 
 
 def test_an_outcome_reads_a_bert_runs_pretraining_status(tmp_path):
-    """bert_postln_diverges_at_3e-4: a BERT run's status comes from results/pretrain/RUN/metrics.csv."""
+    """bert_postln_diverges_at_3e-4: a BERT run's status comes from its pre-training metrics.csv, given as its
+    --metrics (the workflow gives results/pretrain/RUN/metrics.csv)."""
     write_runs(tmp_path, {"bert_3e-4": DIVERGED, "bert_1e-4": TRAINED})
     (tmp_path / "pretrain").mkdir()
     for run in ("bert_3e-4", "bert_1e-4"):
         (tmp_path / "train" / run).rename(tmp_path / "pretrain" / run)
     spec = {"kind": "outcome", "a": "bert_3e-4", "b": "bert_1e-4", "min": 1}
-    row = claims.evaluate({"c": {"paper": "p", **spec}}, tmp_path, {}).iloc[0]
+    row = claims.evaluate({"c": {"paper": "p", **spec}}, laid_out(tmp_path), {}).iloc[0]
     assert row.ours == 1 and row.paper_result == "PASS"
     assert "bert_3e-4 diverged" in row.detail and "bert_1e-4 converged" in row.detail
 
@@ -258,7 +261,7 @@ def test_each_kind_passes_and_fails_on_a_scaled_range(tmp_path, spec, inputs, ou
     write_runs(tmp_path, inputs.get("runs", {}))
     tables = {name: table for name, table in inputs.items() if name != "runs"}
     scale = {"scaled": "a smaller model", "min": spec.get("min"), "max": spec.get("max")}
-    row = claims.evaluate({"c": {"paper": "p", **unreachable(spec), "scale": scale}}, tmp_path, tables).iloc[0]
+    row = claims.evaluate({"c": {"paper": "p", **unreachable(spec), "scale": scale}}, laid_out(tmp_path), tables).iloc[0]
     assert row.scaled_ours == pytest.approx(ours, nan_ok=True)
     assert (row.paper_result, row.scaled_result) == ("FAIL", result)
 
@@ -293,7 +296,7 @@ def test_range_text(lo, hi, text):
 ])
 def test_what_this_config_cannot_measure_says_so_and_never_passes(tmp_path, spec, runs, tables, why):
     write_runs(tmp_path, runs)
-    row = claims.evaluate({"c": {"paper": "p", **spec}}, tmp_path, tables).iloc[0]
+    row = claims.evaluate({"c": {"paper": "p", **spec}}, laid_out(tmp_path), tables).iloc[0]
     assert (row.paper_result, row.detail) == ("NOT MEASURED", why) and math.isnan(row.ours)
 
 
@@ -301,7 +304,7 @@ def test_a_claim_on_runs_this_config_lacks_is_a_row_that_says_so(tmp_path):
     write_runs(tmp_path, {"warm": bleu(20, 33), "nowarm": bleu(4, 8)})
     spec = {"paper": "p", **GAP, "a": "big_warm", "paper_missing": "this config has no run big_warm",
             "scale": {"scaled": "the demo's runs", "a": "warm"}}
-    row = claims.evaluate({"c": spec}, tmp_path, {}).iloc[0]
+    row = claims.evaluate({"c": spec}, laid_out(tmp_path), {}).iloc[0]
     assert (row.paper_result, row.detail) == ("NOT CONFIGURED", "this config has no run big_warm")
     assert (row.scaled_result, row.scaled_ours) == ("PASS", 25)
 
@@ -309,7 +312,7 @@ def test_a_claim_on_runs_this_config_lacks_is_a_row_that_says_so(tmp_path):
 def test_a_level_not_at_this_scale_has_only_the_paper_verdict(tmp_path):
     write_runs(tmp_path, {"warm": bleu(8, 9)})
     spec = {"paper": "p", **LEVEL, "scale": {"not_at_this_scale": "BLEU ~34 needs d=512"}}
-    row = claims.evaluate({"c": spec}, tmp_path, {}).iloc[0]
+    row = claims.evaluate({"c": spec}, laid_out(tmp_path), {}).iloc[0]
     assert (row.paper_result, row.ours, row.scaled_result) == ("FAIL", 9, "not at this scale")
     assert row.scaled == "BLEU ~34 needs d=512"
 
@@ -318,25 +321,26 @@ def test_minus_without_covers_needs_every_row_paired():
     spec = {"paper": "p", **BEATS}
     del spec["minus_covers"]
     with pytest.raises(SystemExit, match="claims.c: minus: the rows are not paired one to one"):
-        claims.evaluate({"c": spec}, ".", {"liu_fig10": cells(post=[35, 35, 36], pre=[34, 34, 35, 33])})
+        claims.evaluate({"c": spec}, RunFiles("claims"), {"liu_fig10": cells(post=[35, 35, 36], pre=[34, 34, 35, 33])})
 
 
 def test_curves_that_do_not_pair_up_name_the_claim():
     with pytest.raises(SystemExit, match="claims.unpaired: minus: the rows are not paired"):
-        claims.evaluate({"unpaired": {"paper": "p", **MINUS}}, ".", {"fig3": fig3(pre=[1, 2, 3], post=[1, 2])})
+        claims.evaluate({"unpaired": {"paper": "p", **MINUS}}, RunFiles("claims"), {"fig3": fig3(pre=[1, 2, 3], post=[1, 2])})
 
 
 def test_a_selection_on_a_column_the_table_lacks_names_the_claim():
     spec = {"paper": "p", **stat("mean"), "select": {"norm": "admin"}}
     with pytest.raises(SystemExit, match="claims.broken: 'norm'"):
-        claims.evaluate({"broken": spec}, ".", {"fig3": fig3(p=[1])})
+        claims.evaluate({"broken": spec}, RunFiles("claims"), {"fig3": fig3(p=[1])})
 
 
 def run_command(tmp_path, spec, capped=False):
     """`lnrepro claims` on fabricated runs; the CSV and the markdown it writes."""
     write_runs(tmp_path, {"warm": bleu(20, 33), "nowarm": bleu(4, 8)})
     (tmp_path / "fig3.csv").write_text(fig3(p=[1, 2, 3]).to_csv(index=False))
-    check_claims.run(Namespace(spec=json.dumps(spec), runs_dir=str(tmp_path), tables=[f"fig3={tmp_path / 'fig3.csv'}"],
+    check_claims.run(Namespace(spec=json.dumps(spec), metrics=metrics_pairs(tmp_path), bleu=bleu_pairs(tmp_path),
+                               tables=[f"fig3={tmp_path / 'fig3.csv'}"],
                          title="T", csv=str(tmp_path / "c.csv"), md=str(tmp_path / "c.md"), capped=capped,
                          matrix_csv=None, provenance_csv=str(tmp_path / "provenance.csv")))
     return pd.read_csv(tmp_path / "c.csv", keep_default_na=False), Path(tmp_path / "c.md").read_text()
@@ -459,7 +463,7 @@ def test_a_slow_but_converged_run_fails_the_status_claim_that_its_loss_gap_passe
     The outcome claim says so where the informative loss gap still passes."""
     write_runs(tmp_path, {"post": SLOW, "admin": TRAINED})
     table = claims.evaluate({"diverges": {"paper": "p", **OUTCOME}, "diverges_loss_gap": {"paper": "p", **GAP_LOSS,
-                             "a": "post", "b": "admin"}}, tmp_path, {}).set_index("claim")
+                             "a": "post", "b": "admin"}}, laid_out(tmp_path), {}).set_index("claim")
     assert table.loc["diverges", "paper_result"] == "FAIL"
     assert table.loc["diverges_loss_gap", "paper_result"] == "PASS"
     assert "post converged (final valid loss 6.85 bits < converged_below 7; must have failed)" in \

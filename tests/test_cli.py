@@ -75,7 +75,7 @@ def one_line_error(argv, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["figure", "--spec", FIGURE_SPEC, "--runs-dir", "{tmp}", "--pdf", "f.pdf", "--csv", "f.csv"],
+    (["figure", "--spec", FIGURE_SPEC, "--metrics", "r1={tmp}/train/r1/metrics.csv", "--pdf", "f.pdf", "--csv", "f.csv"],
      "lnrepro figure: error: {tmp}/train/r1/metrics.csv: no such file or directory (nor its folder: an input, "
      "run the step that writes it first, e.g. via snakemake; an output, create its folder)"),
     (["train", "--data", "{tmp}/bin", "--out", "{tmp}/run"],

@@ -18,6 +18,7 @@ from lnrepro.core.batching import collate
 from lnrepro.core.data import PAD, ParallelData
 from lnrepro.core.model import label_smoothed_loss
 from lnrepro.core.translation import load_model
+from run_files import metrics_pairs
 
 TINY = ["--enc-layers", "1", "--dec-layers", "1", "--d-model", "16", "--ffn-dim", "32", "--heads", "2",
         "--dropout", "0", "--device", "cpu", "--threads", "1", "--schedule", "constant", "--warmup", "0",
@@ -99,7 +100,7 @@ def test_a_figure_marks_a_panel_of_runs_validated_on_different_sets(tmp_path, ca
             "panels": [{"title": "both", "metric": "valid_loss", "runs": ["max60", "short"]},
                        {"title": "one", "metric": "valid_loss", "runs": ["max60"]},
                        {"title": "train", "metric": "train_loss", "runs": ["max60", "short"]}]}
-    args = type("Args", (), {"spec": json.dumps(spec), "runs_dir": str(tmp_path / "runs"),
+    args = type("Args", (), {"spec": json.dumps(spec), "metrics": metrics_pairs(tmp_path / "runs"), "bleu": [],
                              "pdf": str(tmp_path / "f.pdf"), "csv": str(tmp_path / "f.csv"), "summary": None,
                              "scale_note": None})
     assert figure.run(args) == 0

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from lnrepro.analyses import figure
+from run_files import laid_out, metrics_pairs
 
 
 def fake_run(root, run, valid_nll, diverged=None):
@@ -24,7 +25,8 @@ def test_perplexity_is_two_to_the_nll_in_bits(tmp_path):
     fake_run(tmp_path, "post", [8.0, 10.0], diverged=[0, 1])
     spec = {"title": "Liu Fig 1", "run_settings": {"pre": {"norm": "pre"}, "post": {}},
             "panels": [{"title": "dev perplexity", "metric": "valid_ppl", "runs": ["pre", "post"]}]}
-    args = type("Args", (), {"spec": json.dumps(spec), "runs_dir": str(tmp_path), "pdf": str(tmp_path / "f.pdf"),
+    args = type("Args", (), {"spec": json.dumps(spec), "metrics": metrics_pairs(tmp_path), "bleu": [],
+                             "pdf": str(tmp_path / "f.pdf"),
                              "csv": str(tmp_path / "f.csv"), "summary": str(tmp_path / "f_final.csv"),
                              "scale_note": None})
     assert figure.run(args) == 0
@@ -41,7 +43,7 @@ def test_an_unknown_metric_is_named(tmp_path):
     fake_run(tmp_path, "pre", [7.0])
     spec = {"title": "t", "run_settings": {}, "panels": [{"title": "p", "metric": "valid_acc", "runs": ["pre"]}]}
     with pytest.raises(KeyError, match="valid_acc"):
-        figure.long_table(spec, tmp_path)
+        figure.long_table(spec, laid_out(tmp_path))
 
 
 # ---- what a reader sees (issue 44): colours, BLEU axes, the epochs all runs share ---------------------

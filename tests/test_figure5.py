@@ -15,6 +15,7 @@ from lnrepro.analyses import figure5
 from lnrepro.cli import main
 from lnrepro.core.mono_data import PairData
 from lnrepro.training.pretrain import PretrainConfig, pretrain
+from run_files import metrics_pairs
 from test_bert import TINY, bert_data  # noqa: F401  (a fixture)
 
 
@@ -65,7 +66,10 @@ def draw(root, tmp_path, monkeypatch):
     spec = {"title": "Fig 5", "runs": ["short", "blowup", "late"], "tasks": ["mrpc"],
             "run_settings": {run: {"description": f"{run} run", "lr": 1e-3, "warmup": 0} for run in ("short", "blowup", "late")},
             "rounds": {"short": [1, 2], "blowup": [1], "late": [1, 2]}}
-    args = argparse.Namespace(spec=json.dumps(spec), results=str(root), pdf=str(tmp_path / "f.pdf"),
+    summaries = [(f"{p.parts[-3]}:{p.parts[-2]}:{p.name.removeprefix('round').removesuffix('.summary.csv')}", str(p))
+                 for p in sorted(root.glob("finetune/*/*/round*.summary.csv"))]  # every one there: it reads the spec's
+    args = argparse.Namespace(spec=json.dumps(spec), metrics=metrics_pairs(root), summaries=summaries,
+                              pdf=str(tmp_path / "f.pdf"),
                               csv=str(tmp_path / "f.csv"), scale_note=None)
     assert figure5.run(args) == 0
     return pd.read_csv(tmp_path / "f.csv"), saved[0]

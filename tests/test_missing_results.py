@@ -14,6 +14,7 @@ from lnrepro.analyses import admin_tables, figure, lr_grid
 from lnrepro.analyses.outcomes import run_outcome
 from lnrepro.cli import main
 from lnrepro.core.translation import TrainConfig, train
+from run_files import bleu_pairs, laid_out, metrics_pairs
 
 TINY = dict(enc_layers=1, dec_layers=1, d_model=32, ffn_dim=64, heads=4, dropout=0.1, max_tokens=200,
             device="cpu", threads=1, log_interval=0.5)
@@ -71,7 +72,8 @@ def draw_figure(root, tmp_path, monkeypatch):
     """Run lnrepro figure; returns its CSV, its summary and the matplotlib figure it saved."""
     saved = []
     monkeypatch.setattr(figure, "save_figure", lambda fig, title, pdf, **_: saved.append((fig, title)))
-    args = argparse.Namespace(spec=json.dumps(figure_spec()), runs_dir=str(root), pdf=str(tmp_path / "f.pdf"),
+    args = argparse.Namespace(spec=json.dumps(figure_spec()), metrics=metrics_pairs(root), bleu=bleu_pairs(root),
+                              pdf=str(tmp_path / "f.pdf"),
                               csv=str(tmp_path / "f.csv"), summary=str(tmp_path / "f_final.csv"),
                               scale_note=None)
     assert figure.run(args) == 0
@@ -131,14 +133,15 @@ def test_a_stale_bleu_table_is_an_error_not_an_earlier_score(runs):
     path = runs / "eval" / "short" / "bleu.csv"
     pd.read_csv(path).iloc[:1].to_csv(path, index=False)
     with pytest.raises(SystemExit, match="its last BLEU is of epoch 1, but the run's last checkpoint is of epoch 2"):
-        run_outcome(runs, "short")
+        run_outcome(runs / "train" / "short" / "metrics.csv", path)
 
 
 def table2(root, tmp_path):
     spec = {"average_last": {"short": 10, "blowup": 10}, "table2": {
         "title": "T2", "corpus_label": "toy", "depths": [1], "runs": {"post": ["blowup"], "pre": ["short"]},
         "seed_label": "seeds", "seed_runs": {"pre": ["short"]}}}
-    args = argparse.Namespace(table=2, spec=json.dumps(spec), runs_dir=str(root), vanishing=None,
+    args = argparse.Namespace(table=2, spec=json.dumps(spec), metrics=metrics_pairs(root),
+                              bleu=bleu_pairs(root, spec["average_last"]), vanishing=None,
                               csv=str(tmp_path / "t2.csv"), md=str(tmp_path / "t2.md"))
     assert admin_tables.run(args) == 0
     return pd.read_csv(tmp_path / "t2.csv"), (tmp_path / "t2.md").read_text()
@@ -165,7 +168,7 @@ def test_liu_lr_grid_carries_the_cap_and_the_averaging(trained, tmp_path, monkey
     spec = {"average_last": {"short": 10, "blowup": 10}, "lr_grid": {"title": "grid", "cells": [
         {"norm": "pre", "lr": 1e-3, "beta2": 0.98, "run": "short"}, {"norm": "pre", "lr": 1e6, "beta2": 0.98,
                                                                     "run": "blowup"}]}}
-    table = lr_grid.grid_table(spec, trained)
+    table = lr_grid.grid_table(spec, laid_out(trained, average_last=spec["average_last"]))
     assert list(table.capped) == [1, 0] and list(table.averaged) == [2, 0]
     saved = []
     monkeypatch.setattr(lr_grid, "save_figure", lambda fig, title, pdf, **_: saved.append((fig, title)))

@@ -165,7 +165,8 @@ def test_claims_flag_every_input_other_code_made(tmp_path):
         fake_result(tmp_path / "train" / run / "metrics.csv", entry)
     spec = {f"{run}_vs_ours": {"kind": "gap", "metric": "valid_loss", "a": run, "b": "ours", "paper": "p",
                                "figure": "fig2", "min": -1} for run in made_by if run != "ours"}
-    assert main(["claims", "--spec", json.dumps(spec), "--runs-dir", str(tmp_path), "--csv", str(tmp_path / "c.csv"),
+    given = [f"{run}={tmp_path / 'train' / run / 'metrics.csv'}" for run in made_by]
+    assert main(["claims", "--spec", json.dumps(spec), "--metrics", *given, "--csv", str(tmp_path / "c.csv"),
                  "--md", str(tmp_path / "c.md"), "--provenance-csv", str(tmp_path / "p.csv")]) == 0
     concerns = pd.read_csv(tmp_path / "p.csv", keep_default_na=False, dtype=str).set_index("result").concern
     concerns.index = [p.split("/")[-2] for p in concerns.index]
@@ -284,8 +285,9 @@ def test_a_figure_drawn_from_an_unrecorded_or_edited_result_says_so(trained, tmp
     edited.write_text(edited.read_text() + "\n")
     spec = {"title": "t", "panels": [{"title": "p", "metric": "valid_loss", "runs": ["unrecorded", "edited", "recorded"]}],
             "run_settings": {}}
-    proc = subprocess.run([sys.executable, "-m", "lnrepro.cli", "figure", "--spec", json.dumps(spec), "--runs-dir",
-                           "results", "--pdf", "f.pdf", "--csv", "f.csv"], cwd=tmp_path, capture_output=True, text=True)
+    given = [f"{name}=results/train/{name}/metrics.csv" for name in ("unrecorded", "edited", "recorded")]
+    proc = subprocess.run([sys.executable, "-m", "lnrepro.cli", "figure", "--spec", json.dumps(spec), "--metrics", *given,
+                           "--pdf", "f.pdf", "--csv", "f.csv"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning: drawn from")]
     assert warnings == ["warning: drawn from results/train/edited/metrics.csv: " + provenance.CHANGED,

@@ -11,6 +11,7 @@ import yaml
 
 from lnrepro.analyses.sweep_sensitivity import sensitivity_rows
 from lnrepro.analyses.sweep_thresholds import threshold_rows
+from lnrepro.args import RunFiles
 from lnrepro.cli import main
 from test_sweeps import DEMO, LAB, expanded, refusal, with_sweep
 from workflow_helpers import snakemake, workflow_copy
@@ -121,7 +122,7 @@ def test_the_claims_matrix_measures_each_claim_for_every_scheme_and_marks_its_ow
                                 "sandwich": lambda d, w: 6.6, "resi_dual": lambda d, w: 6.2}),
               "lab_fn": lab_table({"layernorm": lambda d, w: 6.40, "rmsnorm": lambda d, w: 6.45, "dyt": lambda d, w: 6.9},
                                   key="norm_fn")}
-    grid = matrix(lab, "results", tables).set_index(["claim", "scheme"])
+    grid = matrix(lab, RunFiles("claims"), tables).set_index(["claim", "scheme"])
     deep = grid.loc["lab_deepnorm_trains_deep"]
     assert deep.ours.to_dict() == {"post": 0.0, "pre": 1.0, "deepnorm": 0.0, "sandwich": 1.0, "tfixup": 1.0, "resi_dual": 1.0}
     assert deep.own.to_dict()["deepnorm"] and deep.own.sum() == 1 and deep.loc["pre", "result"] == "PASS"
@@ -131,7 +132,7 @@ def test_the_claims_matrix_measures_each_claim_for_every_scheme_and_marks_its_ow
     assert resi.loc["post", "ours"] == pytest.approx(1.3) and resi.loc["post", "result"] == "FAIL"
     fn = grid.loc["lab_fn_dyt_matches_layernorm"]
     assert list(fn.index) == ["layernorm", "rmsnorm", "dyt"] and fn.loc["layernorm", "reference"]
-    md = markdown(matrix(lab, "results", tables))
+    md = markdown(matrix(lab, RunFiles("claims"), tables))
     assert "| claim (norm) | range | post | pre | deepnorm | tfixup | sandwich | resi_dual |" in md  # the table's order
     assert "| lab_deepnorm_trains_deep | >= 1 | 0 ✗ | 1 ✓ | **0 ✗** | 1 ✓ | 1 ✓ | 1 ✓ |" in md
     assert "| lab_resi_dual_beats_preln_deep | <= 0 | 1.3 ✗ | (reference) | 0.8 ✗ | -0.4 ✓ | 0.2 ✗ | **-0.2 ✓** |" in md

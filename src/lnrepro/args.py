@@ -82,3 +82,51 @@ def missing_input(command, error):
     if not os.path.isdir(os.path.dirname(os.path.abspath(error.filename))):
         advice = f"nor its folder: an input, {advice}; an output, create its folder"
     usage_error(command, f"{error.filename}: no such file or directory ({advice})")
+
+
+# ---- the files a command reads, given one by one as RUN=PATH (the workflow renders them from the
+# same mapping as its rule's input: lnrepro.pipeline.run_pairs) ----
+def run_path_pair(text):
+    """An argparse type: RUN=PATH (a key with '=' in it is not a run name: the first '=' splits)."""
+    key, sep, path = text.partition("=")
+    if not sep or not key or not path:
+        raise argparse.ArgumentTypeError(f"expected RUN=PATH, got {text!r}")
+    return key, path
+
+
+def add_run_files_argument(p, flag, what, key="RUN"):
+    """A repeatable `--flag KEY=PATH ...` (each flag may be given again: its pairs add up)."""
+    p.add_argument(f"--{flag}", nargs="+", action="extend", default=[], type=run_path_pair, metavar=f"{key}=PATH",
+                   help=f"{what}, one {key}=PATH per run")
+
+
+class RunFiles:
+    """The files a command was given, by flag and run: `files("metrics", run)` is the path given as
+    `--metrics RUN=PATH`. A run its spec needs but no file was given for, or one given two different
+    files, is the command's one-line error naming the run and the flag (exit 2): a command never
+    looks for a file it was not given."""
+
+    def __init__(self, command, **given):
+        self.command = command
+        self.given = {}
+        for flag, pairs in given.items():
+            files = self.given[flag] = {}
+            for run, path in pairs.items() if isinstance(pairs, dict) else pairs or ():
+                if files.get(run, path) != path:
+                    usage_error(command, f"argument --{flag}: {run} is given twice ({files[run]}, {path})")
+                files[run] = path
+
+    def __call__(self, flag, run):
+        path = self.given.get(flag, {}).get(run)
+        if path is None:
+            usage_error(self.command, f"argument --{flag}: no file given for {run} (its spec reads it: add {run}=PATH)")
+        return path
+
+    def require(self, flag, runs):
+        """Refuse at once any of `runs` without a file under --flag, before anything is read or drawn."""
+        for run in runs:
+            self(flag, run)
+
+    def paths(self):
+        """Every file given, each once, in the order given."""
+        return list(dict.fromkeys(path for files in self.given.values() for path in files.values()))

@@ -126,6 +126,13 @@ JOINED_DICTIONARY_DEFAULT = True
 JOINED_DICT = "dict.txt"
 SEPARATE_DICTS = ("dict.src.txt", "dict.tgt.txt")
 BERT_RUN_ONLY_KEYS = ("corpus", "model", "description")
+
+
+def finetune_summary_key(run, task, round_):
+    """How Fig 5's rule and `lnrepro figure5 --summaries` name a fine-tuning summary: RUN:TASK:ROUND."""
+    return f"{run}:{task}:{round_}"
+
+
 # a probe at initialization (probe-gradients) takes the probed run's width and batches
 PROBE_KEYS = ("d_model", "ffn_dim", "heads", "dropout", "attn_dropout", "act_dropout", "share_all_embeddings",
               "max_tokens", "label_smoothing", "device")

@@ -82,7 +82,7 @@ use rule output_change as lab_output_change with:
 
 rule admin_table1:
     input:
-        unpack(P.admin.table1_inputs),
+        unpack(P.admin.table_inputs("table1", vanishing="results/figures/liu_fig5_vanishing.csv")),
     output:
         md="results/tables/admin_table1.md",
         csv=report("results/tables/admin_table1.csv", caption="../report/liu.rst", category="Admin"),
@@ -91,19 +91,20 @@ rule admin_table1:
                                  got="per encoder and decoder norm, gradient vanishing at initialization (the "
                                      "decoder's bottom/top ratio) and the run's status, final valid loss and BLEU"),
         verdicts=P.claims.caption_verdicts("liu_table1"),  # read when the report renders
-        spec=P.admin.table1_spec,
+        spec=P.admin.table_spec("table1"),
+        files=P.admin.table_pairs("table1"),  # --metrics/--bleu RUN=PATH: the files of its input
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/admin/admin_table1.log",
     shell:
-        "lnrepro admin-tables --table 1 --spec {params.spec:q} --runs-dir results --vanishing {input.vanishing:q}"
+        "lnrepro admin-tables --table 1 --spec {params.spec:q} {params.files} --vanishing {input.vanishing:q}"
         " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
 rule admin_table2:
     input:
-        unpack(P.admin.table2_inputs),
+        unpack(P.admin.table_inputs("table2")),
     output:
         md="results/tables/admin_table2.md",
         csv=report("results/tables/admin_table2.csv", caption="../report/liu.rst", category="Admin"),
@@ -111,19 +112,20 @@ rule admin_table2:
         caption=P.report_caption("admin", "table2", table="results/tables/admin_table2.csv",
                                  got="per norm and depth, the run's status, final valid loss (bits) and test BLEU"),
         verdicts=P.claims.caption_verdicts("liu_table2"),  # read when the report renders
-        spec=P.admin.table2_spec,
+        spec=P.admin.table_spec("table2"),
+        files=P.admin.table_pairs("table2"),  # --metrics/--bleu RUN=PATH: the files of its input
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/admin/admin_table2.log",
     shell:
-        "lnrepro admin-tables --table 2 --spec {params.spec:q} --runs-dir results"
+        "lnrepro admin-tables --table 2 --spec {params.spec:q} {params.files}"
         " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
 rule lr_grid:
     input:
-        unpack(P.admin.lr_grid_inputs),
+        unpack(P.admin.table_inputs("lr_grid")),
     output:
         pdf="results/figures/liu_fig10.pdf",
         png=report("results/figures/liu_fig10.png", caption="../report/liu.rst", category="Admin"),
@@ -132,14 +134,15 @@ rule lr_grid:
         caption=P.report_caption("admin", "lr_grid", table="results/figures/liu_fig10.csv",
                                  got="per norm, lr and beta2, the run's status, test BLEU and final valid loss"),
         verdicts=P.claims.caption_verdicts("liu_fig10"),  # read when the report renders
-        spec=P.admin.lr_grid_spec,
+        spec=P.admin.table_spec("lr_grid"),
+        files=P.admin.table_pairs("lr_grid"),  # --metrics/--bleu RUN=PATH: the files of its input
         scale_note=P.scale_note.flag("lr_grid"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/admin/liu_fig10.log",
     shell:
-        "lnrepro lr-grid --spec {params.spec:q} --runs-dir results --pdf {output.pdf:q} --csv {output.csv:q}"
+        "lnrepro lr-grid --spec {params.spec:q} {params.files} --pdf {output.pdf:q} --csv {output.csv:q}"
         " {params.scale_note} > {log:q} 2>&1"
 
 
@@ -161,6 +164,7 @@ rule layer_dependency:
                                      "of the branch below it and of the embeddings"),
         verdicts=P.claims.caption_verdicts("liu_fig7"),  # read when the report renders
         spec=P.admin.dependency_spec,
+        files=P.admin.dependency_pairs,  # --metrics RUN=PATH: the metrics of its input
         scale_note=P.scale_note.flag("dependency"),
         data_dir=P.admin.dependency_data_dir,
         admin_profile=ADMIN_PROFILE_METHOD,  # its Admin models at init are profiled in the job
@@ -172,7 +176,7 @@ rule layer_dependency:
     benchmark:
         "benchmarks/admin/liu_{ldfig}.tsv"
     shell:
-        "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
+        "lnrepro layer-dependency --spec {params.spec:q} --data {params.data_dir:q} {params.files}"
         " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note}"
         " > {log:q} 2>&1"
 
@@ -193,6 +197,7 @@ rule update_norms:
         caption=P.report_caption("admin", "update_norms", "{unfig}"),  # its config text, shown literally in the report
         verdicts=P.claims.caption_verdicts("liu_{unfig}"),  # read when the report renders
         spec=P.admin.update_norms_spec,
+        files=P.admin.update_norms_pairs,  # --metrics RUN=PATH: the metrics of its input
         scale_note=P.scale_note.flag("update_norms"),
         data_dir=P.admin.update_norms_data_dir,
     threads: P.resources.threads("train")
@@ -203,6 +208,6 @@ rule update_norms:
     benchmark:
         "benchmarks/admin/liu_{unfig}.tsv"
     shell:
-        "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir:q} --runs-dir results"
+        "lnrepro update-norms --spec {params.spec:q} --data {params.data_dir:q} {params.files}"
         " --threads {threads} --pdf {output.pdf:q} --csv {output.csv:q} --summary {output.summary:q} {params.scale_note}"
         " > {log:q} 2>&1"

@@ -76,10 +76,11 @@ rule plot_fig5:
         caption=P.report_caption("bert", "fig5"),  # its config text, shown literally in the report
         verdicts=P.claims.caption_verdicts("fig5"),  # read when the report renders
         spec=P.bert.fig5_spec,
+        files=P.bert.fig5_pairs,  # --metrics RUN=PATH, --summaries RUN:TASK:ROUND=PATH: the files of its input
         scale_note=P.scale_note.flag("fig5"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/figures/fig5.log",
     shell:
-        "lnrepro figure5 --spec {params.spec:q} --results results --pdf {output.pdf:q} --csv {output.csv:q} {params.scale_note} > {log:q} 2>&1"
+        "lnrepro figure5 --spec {params.spec:q} {params.files} --pdf {output.pdf:q} --csv {output.csv:q} {params.scale_note} > {log:q} 2>&1"

@@ -13,14 +13,14 @@ rule check_claims:
         provenance=report("results/claims_provenance.csv", caption="../report/provenance.rst", category="Claims"),
     params:
         spec=P.claims.claims_spec,
-        tables=P.claims.claims_tables,
+        files=P.claims.claims_pairs,  # --metrics/--bleu RUN=PATH, --tables NAME=CSV: the files of its input
         capped=lambda wildcards: "--capped" if P.runs.training_cap() else "",
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/claims/check_claims.log",
     shell:
-        "lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables} {params.capped}"
+        "lnrepro claims --spec {params.spec:q} {params.files} {params.capped}"
         " --csv {output.csv:q} --md {output.md:q} --provenance-csv {output.provenance:q} > {log:q} 2>&1"
 
 
@@ -37,14 +37,14 @@ rule check_lab_claims:
         provenance="results/lab_claims_provenance.csv",
     params:
         spec=P.claims.lab_claims_spec,
-        tables=P.claims.lab_claims_tables,
+        files=P.claims.lab_claims_pairs,  # --metrics/--bleu RUN=PATH, --tables NAME=CSV: the files of its input
         capped=lambda wildcards: "--capped" if P.runs.training_cap() else "",
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/claims/check_lab_claims.log",
     shell:
-        "lnrepro claims --spec {params.spec:q} --runs-dir results {params.tables} {params.capped}"
+        "lnrepro claims --spec {params.spec:q} {params.files} {params.capped}"
         " --title 'Claims of the stability lab (later normalization schemes), checked on our numbers'"
         " --csv {output.csv:q} --md {output.md:q} --matrix-csv {output.matrix:q} --provenance-csv {output.provenance:q}"
         " > {log:q} 2>&1"

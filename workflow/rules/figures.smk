@@ -14,11 +14,12 @@ rule plot_figure:
         caption=P.report_caption("figures", "{fig}"),  # its config text, shown literally in the report
         verdicts=P.claims.caption_verdicts("{fig}"),  # read when the report renders
         spec=P.figures.figure_spec,
+        files=P.figures.figure_pairs,  # --metrics/--bleu RUN=PATH: the files of its input
         scale_note=P.scale_note.flag("figure"),
     conda:
         "../../envs/lnrepro.yaml"
     log:
         "logs/figures/{fig}.log",
     shell:
-        "lnrepro figure --spec {params.spec:q} --runs-dir results --pdf {output.pdf:q} --csv {output.csv:q}"
+        "lnrepro figure --spec {params.spec:q} {params.files} --pdf {output.pdf:q} --csv {output.csv:q}"
         " --summary {output.summary:q} {params.scale_note} > {log:q} 2>&1"

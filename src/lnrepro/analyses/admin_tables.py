@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..args import json_object, usage_error
+from ..args import RunFiles, json_object, usage_error
 from ..core import provenance
-from .outcomes import outcome
+from .outcomes import add_outcome_arguments, outcome
 from .plotting import NORM_LABELS
 
 NORMS = ("post", "pre", "admin")  # row order of the tables
@@ -45,30 +45,30 @@ def cell_text(o):
     return f"{number(o['bleu'])} (valid {number(o['valid_loss'])})" + marks(o)
 
 
-def table1(spec, runs_dir, vanishing):
+def table1(spec, files, vanishing):
     """Rows: encoder, decoder, gradient vanishing at init, training outcome."""
     verdict = {r.combination: r for r in vanishing.itertuples()}
     rows = []
     for r in spec["table1"]["rows"]:
         combo = f"{r['enc']}/{r['dec']}"
-        o = outcome(spec, runs_dir, r["run"])
+        o = outcome(spec, files, r["run"])
         v = verdict[combo]
         rows.append({"table": 1, "row": NORM_LABELS[r["enc"]], "column": NORM_LABELS[r["dec"]], "run": r["run"], **o,
                      "vanishing": int(v.vanishing), "decoder_bottom_over_top": float(v.decoder_bottom_over_top)})
     return rows
 
 
-def table2(spec, runs_dir):
+def table2(spec, files):
     """One row per norm: a cell per depth, then the mean +- std over the seeds of the second corpus."""
     t2 = spec["table2"]
     rows = []
     for norm in (n for n in NORMS if n in t2["runs"]):
         for layers, run in zip(t2["depths"], t2["runs"][norm]):
             rows.append({"table": 2, "row": NORM_LABELS[norm], "column": f"{t2['corpus_label']} {layers}L", "run": run,
-                         **outcome(spec, runs_dir, run)})
+                         **outcome(spec, files, run)})
     seed_runs = t2.get("seed_runs", {})
     for norm, runs in ((n, seed_runs[n]) for n in NORMS if n in seed_runs):
-        outs = [outcome(spec, runs_dir, run) for run in runs]
+        outs = [outcome(spec, files, run) for run in runs]
         ok = [o["bleu"] for o in outs if o["status"] == "converged"]
         failed = len(outs) - len(ok)
         rows.append({"table": 2, "row": NORM_LABELS[norm], "column": t2.get("seed_label", "seeds"),
@@ -85,12 +85,12 @@ def table2(spec, runs_dir):
     return rows
 
 
-def init_rows(spec, runs_dir):
+def init_rows(spec, files):
     """Table 2's §5.2 block: each other initialization's run, converged or not as every cell is."""
     t2 = spec["table2"]
     label = f"{INIT_BLOCK}: {t2.get('init_label', '')}".rstrip(": ")
     return [{"table": 2, "row": INIT_LABELS[init], "column": label, "run": t2["init_runs"][init],
-             **outcome(spec, runs_dir, t2["init_runs"][init])}
+             **outcome(spec, files, t2["init_runs"][init])}
             for init in INIT_LABELS if init in t2.get("init_runs", {})]
 
 
@@ -143,7 +143,7 @@ def table1_markdown(rows, title, note):
 def add_arguments(p):
     p.add_argument("--table", type=int, choices=[1, 2], required=True, help="which of Liu et al.'s tables")
     p.add_argument("--spec", required=True, type=json_object(), help="JSON: table1 or table2, converged_below, average_last {run: N}")
-    p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu*.csv")
+    add_outcome_arguments(p, "every run the table reads")
     p.add_argument("--vanishing", default=None,
                    help="the summary CSV of lnrepro gradient-vanishing: needed by Table 1, unused by Table 2")
     p.add_argument("--csv", required=True, help="the table as CSV")
@@ -152,15 +152,16 @@ def add_arguments(p):
 
 def run(args):
     spec = json.loads(args.spec)
+    files = RunFiles("admin-tables", metrics=args.metrics, bleu=args.bleu)
     if f"table{args.table}" not in spec:  # the workflow writes both; a spec by hand may not
         usage_error("admin-tables", f"--spec has no 'table{args.table}', which --table {args.table} draws")
     if args.table == 1 and not args.vanishing:
         usage_error("admin-tables", "--table 1 needs --vanishing (the summary CSV of lnrepro gradient-vanishing)")
     if args.table == 1:
-        rows = table1(spec, args.runs_dir, pd.read_csv(args.vanishing))
+        rows = table1(spec, files, pd.read_csv(args.vanishing))
         text = table1_markdown(rows, spec["table1"]["title"], spec["table1"].get("paper", ""))
     else:
-        rows, block = table2(spec, args.runs_dir), init_rows(spec, args.runs_dir)
+        rows, block = table2(spec, files), init_rows(spec, files)
         text = markdown(rows, spec["table2"]["title"], init_markdown(block) + spec["table2"].get("paper", ""))
         rows += block
     untrusted = provenance.untrusted_inputs_mark()

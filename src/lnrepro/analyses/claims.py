@@ -51,28 +51,25 @@ class NotMeasured(Exception):
     """This config cannot take the claim's measurement: an epoch its run does not reach, a row it lacks."""
 
 
-def metrics_path(runs_dir, run, metric):
-    """The table a run's metric is in. A BERT pre-training run (results/pretrain/) counts rounds as epochs."""
-    runs_dir = Path(runs_dir)
-    if metric == "bleu":
-        return runs_dir / "eval" / run / "bleu.csv"
-    pretrain = runs_dir / "pretrain" / run / "metrics.csv"
-    return pretrain if pretrain.exists() else runs_dir / "train" / run / "metrics.csv"
+def metrics_path(files, run, metric):
+    """The table a run's metric is in, as given (files: lnrepro.args.RunFiles): its --bleu for BLEU, else
+    its --metrics (a translation run's metrics.csv, or a BERT run's pre-training one: rounds count as epochs)."""
+    return files("bleu" if metric == "bleu" else "metrics", run)
 
 
-def read_metrics(runs_dir, run, metric):
-    return pd.read_csv(metrics_path(runs_dir, run, metric))
+def read_metrics(files, run, metric):
+    return pd.read_csv(metrics_path(files, run, metric))
 
 
-def curve(runs_dir, run, metric):
+def curve(files, run, metric):
     """(epochs, values) of one run's metric, diverged rows and missing values dropped."""
-    table = read_metrics(runs_dir, run, metric)
+    table = read_metrics(files, run, metric)
     table = table[table[metric].notna()]
     return table.epoch.to_numpy(), table[metric].to_numpy(dtype=float)
 
 
-def diverged(runs_dir, run):
-    table = read_metrics(runs_dir, run, "valid_loss")
+def diverged(files, run):
+    table = read_metrics(files, run, "valid_loss")
     return bool("diverged" in table and (table.diverged == 1).any())
 
 
@@ -80,16 +77,16 @@ def worst(metric):
     return 0.0 if HIGHER_IS_BETTER[metric] else math.inf
 
 
-def run_value(runs_dir, run, metric, at="final", until=None):
+def run_value(files, run, metric, at="final", until=None):
     """The run's value at its final or best epoch, or at epoch `at` (a number). A run that diverged
     before it has the worst value; one that did not but stopped sooner cannot be measured there.
     `until` ends the run there for `final` and `best` (see shared_end)."""
-    epochs, values = curve(runs_dir, run, metric)
+    epochs, values = curve(files, run, metric)
     if until is not None:
         epochs, values = epochs[epochs <= until], values[epochs <= until]
     if isinstance(at, int):
         values = values[epochs == at]
-        if len(values) == 0 and not diverged(runs_dir, run):
+        if len(values) == 0 and not diverged(files, run):
             last = int(epochs.max()) if len(epochs) else 0
             raise NotMeasured(f"{run} has no {metric} at epoch {at} (its last: {last})")
     if len(values) == 0:
@@ -105,29 +102,29 @@ def at_text(at, until=None):
     return f"epoch {at}" if isinstance(at, int) else at
 
 
-def shared_end(runs_dir, runs, metric, at):
+def shared_end(files, runs, metric, at):
     """Where runs of different lengths are compared at their final or best epoch, the last epoch every
     one of them that did not diverge reached (None where their lengths agree): the papers compare runs
     trained equally long, so a run the demo trains longer (Fig 4's two converging runs) is read up to
     where the others stop. A diverged run's length is not a horizon: it stopped by failing."""
     if isinstance(at, int):
         return None
-    lengths = {r: curve(runs_dir, r, metric)[0] for r in runs if not diverged(runs_dir, r)}
+    lengths = {r: curve(files, r, metric)[0] for r in runs if not diverged(files, r)}
     ends = {int(epochs.max()) for epochs in lengths.values() if len(epochs)}
     return min(ends) if len(ends) > 1 else None
 
 
-def gap(spec, runs_dir, tables):
+def gap(spec, files, tables):
     metric, at = spec["metric"], spec.get("at", "final")
-    until = shared_end(runs_dir, (spec["a"], spec["b"]), metric, at)
-    a, b = (run_value(runs_dir, spec[k], metric, at, until) for k in ("a", "b"))
+    until = shared_end(files, (spec["a"], spec["b"]), metric, at)
+    a, b = (run_value(files, spec[k], metric, at, until) for k in ("a", "b"))
     value = abs(a - b) if spec.get("abs") else a - b
     return value, f"{metric} ({at_text(at, until)}): {spec['a']} {a:.3g}, {spec['b']} {b:.3g}"
 
 
-def level(spec, runs_dir, tables):
+def level(spec, files, tables):
     metric, at = spec["metric"], spec.get("at", "final")
-    value = run_value(runs_dir, spec["a"], metric, at)
+    value = run_value(files, spec["a"], metric, at)
     return value, f"{metric} ({at_text(at)}) of {spec['a']}"
 
 
@@ -136,11 +133,11 @@ def first_reaching(epochs, values, target, metric):
     return int(epochs[reached.argmax()]) if reached.any() else None
 
 
-def sooner(spec, runs_dir, tables):
+def sooner(spec, files, tables):
     metric, target = spec["metric"], spec.get("target", "final")
     a, b = spec["a"], spec["b"]
-    b_epochs, b_values = curve(runs_dir, b, metric)
-    a_epochs, a_values = curve(runs_dir, a, metric)
+    b_epochs, b_values = curve(files, b, metric)
+    a_epochs, a_values = curve(files, a, metric)
     if len(b_values) == 0:  # b diverged before its first checkpoint: nothing to reach, no epochs to count
         return math.nan, f"{b} has no {metric}: it diverged before its first checkpoint"
     if target == "final":
@@ -161,10 +158,10 @@ def sooner(spec, runs_dir, tables):
     return a_epoch / b_epoch, f"{a} reaches {what} ({value:.3g}) at epoch {a_epoch}, {b} at epoch {b_epoch}"
 
 
-def dominates(spec, runs_dir, tables):
+def dominates(spec, files, tables):
     metric, at = spec["metric"], spec.get("at", "final")
-    until = shared_end(runs_dir, {spec[k] for k in RUN_KEYS}, metric, at)
-    v = {k: run_value(runs_dir, spec[k], metric, at, until) for k in RUN_KEYS}
+    until = shared_end(files, {spec[k] for k in RUN_KEYS}, metric, at)
+    v = {k: run_value(files, spec[k], metric, at, until) for k in RUN_KEYS}
     big, small = abs(v["a"] - v["b"]), abs(v["c"] - v["d"])
     ratio = big / small if small > 0 else math.inf
     return ratio, (f"{metric} ({at_text(at, until)}): abs({spec['a']} - {spec['b']}) = {big:.3g} vs "
@@ -257,7 +254,7 @@ def ratio(a, b):
     return a / b
 
 
-def table_claim(spec, runs_dir, tables):
+def table_claim(spec, files, tables):
     table = tables[spec["source"]]
     x, y, stat = spec.get("x", "x"), spec.get("y", "mean" if "mean" in table else "measured"), spec["statistic"]
     rows = selected(table, spec.get("select", {}), spec, y)
@@ -276,13 +273,13 @@ def table_claim(spec, runs_dir, tables):
     return value, detail
 
 
-def outcome_claim(spec, runs_dir, tables):
+def outcome_claim(spec, files, tables):
     """1 if a failed and b (where given) converged, by the same status Liu et al.'s tables print (a BERT
     run's from its pre-training metrics: Xiong et al.'s Post-LN BERT at lr 3e-4)."""
     expected = {spec["a"]: "failed", **({spec["b"]: "converged"} if spec.get("b") else {})}
     said, held = [], True
     for run, want in expected.items():
-        status, _, why = status_and_why(read_metrics(runs_dir, run, "valid_loss"), spec.get("converged_below"))
+        status, _, why = status_and_why(read_metrics(files, run, "valid_loss"), spec.get("converged_below"))
         held &= (status == "converged") == (want == "converged")
         said.append(f"{run} {status} ({why}; must have {want})")
     return float(held), "; ".join(said)
@@ -317,12 +314,12 @@ def scaled_spec(claim):
     return {**claim, **{k: v for k, v in scale.items() if k not in CLAIM_SCALE_WORDS}}
 
 
-def verdict(name, spec, missing, runs_dir, tables):
+def verdict(name, spec, missing, files, tables):
     """(value, result, detail) of one measurement: PASS/FAIL, or why this config cannot take it."""
     if missing:
         return math.nan, "NOT CONFIGURED", missing
     try:
-        value, detail = KINDS[spec["kind"]](spec, runs_dir, tables)
+        value, detail = KINDS[spec["kind"]](spec, files, tables)
     except NotMeasured as e:
         return math.nan, "NOT MEASURED", str(e)
     except (KeyError, ValueError) as e:
@@ -330,13 +327,13 @@ def verdict(name, spec, missing, runs_dir, tables):
     return value, PASS if passes(value, spec) else FAIL, detail
 
 
-def evaluate(claims, runs_dir, tables):
+def evaluate(claims, files, tables):
     """One row per claim, grouped by figure, then by name. A claim's `paper_missing`/`scaled_missing`
     (set by the workflow) says which of its runs or tables this config does not define."""
     rows = []
     for name, claim in sorted(claims.items(), key=lambda kv: (kv[1].get("figure", ""), kv[0])):
         scale = claim.get("scale") or {}
-        ours, result, detail = verdict(name, claim, claim.get("paper_missing"), runs_dir, tables)
+        ours, result, detail = verdict(name, claim, claim.get("paper_missing"), files, tables)
         row = {"claim": name, "figure": claim.get("figure", ""), "place": claim.get("place", ""),
                "paper": claim["paper"], "paper_value": claim.get("paper_value", ""),
                "paper_range": range_text(*range_of(claim)), "ours": ours, "paper_result": result, "detail": detail,
@@ -346,7 +343,7 @@ def evaluate(claims, runs_dir, tables):
             row.update(scaled_range="", scaled_ours=math.nan, scaled_result=NOT_AT_THIS_SCALE, scaled_detail="")
         elif set(scale) - set(CLAIM_SCALE_WORDS):
             spec = scaled_spec(claim)
-            s_ours, s_result, s_detail = verdict(name, spec, claim.get("scaled_missing"), runs_dir, tables)
+            s_ours, s_result, s_detail = verdict(name, spec, claim.get("scaled_missing"), files, tables)
             row.update(scaled_range=range_text(*range_of(spec)), scaled_ours=s_ours, scaled_result=s_result,
                        scaled_detail=s_detail)
         else:  # checked at the paper's range here too
@@ -355,17 +352,10 @@ def evaluate(claims, runs_dir, tables):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def input_files(claims, runs_dir, table_paths):
-    """Every file the claims read where they are measured: each run's metrics (its divergence),
-    its BLEU where a claim compares BLEU, and the results tables."""
-    files = set(map(Path, table_paths))
-    for claim in claims.values():
-        for spec, missing in ((claim, claim.get("paper_missing")), (scaled_spec(claim), claim.get("scaled_missing"))):
-            if missing or spec["kind"] == "table":
-                continue
-            for run in (spec[k] for k in RUN_KEYS if k in spec):
-                files |= {metrics_path(runs_dir, run, m) for m in {"valid_loss", spec.get("metric", "valid_loss")}}
-    return sorted(f for f in files if f.exists())
+def input_files(files, table_paths):
+    """Every file the claims were given, each once (the runs' --metrics and --bleu, the --tables): the
+    inputs its provenance lists. The command reads no other."""
+    return sorted({*map(Path, files.paths()), *map(Path, table_paths)})
 
 
 def fmt(v):

@@ -19,7 +19,7 @@ def scheme_axis(claim):
     return next((a for a in SCHEME_AXES if a in (claim.get("select") or {})), None)
 
 
-def matrix(claims, runs_dir, tables):
+def matrix(claims, files, tables):
     """One row per claim and scheme of its table: the claim measured with that scheme selected. The
     scheme a claim subtracts (`minus`: ResiDual - Pre-LN) is its reference: a row that says so."""
     rows = []
@@ -36,7 +36,7 @@ def matrix(claims, runs_dir, tables):
                 continue
             spec = copy.deepcopy({k: v for k, v in claim.items() if k not in ("scale", "paper_missing", "scaled_missing")})
             spec["select"][axis] = scheme
-            measured = evaluate({name: spec}, runs_dir, tables).iloc[0]
+            measured = evaluate({name: spec}, files, tables).iloc[0]
             rows.append({**row, "ours": measured.ours, "result": measured.paper_result, "detail": measured.detail})
     return pd.DataFrame(rows, columns=COLUMNS)
 

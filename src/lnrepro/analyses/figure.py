@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from ..args import add_scale_note_argument, json_object  # noqa: E402
+from ..args import RunFiles, add_run_files_argument, add_scale_note_argument, json_object  # noqa: E402
 from ..settings import STEP_SCHEDULES, TRAIN_DEFAULTS, lr_text  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
 from .plotting import NORM_FN_LABELS, NORM_LABELS, legend, save_figure, with_description  # noqa: E402
@@ -43,7 +43,8 @@ ZOOM_BELOW_SHARE = 0.4
 
 def add_arguments(p):
     p.add_argument("--spec", required=True, type=json_object("title", "panels", "run_settings"), help="JSON: title, panels [{title, metric, runs}], run_settings")
-    p.add_argument("--runs-dir", default="results", help="holds train/{run}/metrics.csv and eval/{run}/bleu.csv")
+    add_run_files_argument(p, "metrics", "the metrics.csv of every run a panel draws (lnrepro train's)")
+    add_run_files_argument(p, "bleu", "the bleu.csv of every run a BLEU panel draws (lnrepro evaluate's); no other is read")
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
     p.add_argument("--summary", default=None,
@@ -84,11 +85,12 @@ def bleu_runs(spec):
     return {run for panel in spec["panels"] if panel["metric"] == "bleu" for run in panel["runs"]}
 
 
-def load_run(runs_dir, run, with_bleu):
-    """One row per epoch: the trainer's metrics, joined with the BLEU of that epoch's checkpoint if asked."""
-    table = pd.read_csv(runs_dir / "train" / run / "metrics.csv")
+def load_run(files, run, with_bleu):
+    """One row per epoch: the trainer's metrics, joined with the BLEU of that epoch's checkpoint if asked
+    (files: the RunFiles given, lnrepro.args)."""
+    table = pd.read_csv(files("metrics", run))
     if with_bleu:
-        path = runs_dir / "eval" / run / "bleu.csv"
+        path = files("bleu", run)
         bleu = pd.read_csv(path)
         missing = sorted(set(table.epoch[table.checkpoint.notna()]) - set(bleu.epoch))
         if missing:  # a gap would be drawn as if the run had no value there
@@ -101,12 +103,15 @@ def load_run(runs_dir, run, with_bleu):
     return table
 
 
-def long_table(spec, runs_dir):
+def long_table(spec, files):
     """Every plotted number: figure panel, run, label, epoch, metric, value, diverged, capped, the
     note of the diverged epoch (outcomes.divergence_text), valid_pairs (the pairs the run validated on;
     empty if its metrics.csv does not say) and valid_sets_differ (see mark_valid_sets)."""
     decoded = bleu_runs(spec)
-    tables = {run: load_run(runs_dir, run, run in decoded) for panel in spec["panels"] for run in panel["runs"]}
+    drawn = list(dict.fromkeys(run for panel in spec["panels"] for run in panel["runs"]))
+    files.require("metrics", drawn)
+    files.require("bleu", [run for run in drawn if run in decoded])
+    tables = {run: load_run(files, run, run in decoded) for run in drawn}
     rows = []
     for i, panel in enumerate(spec["panels"]):
         for run in panel["runs"]:
@@ -117,7 +122,7 @@ def long_table(spec, runs_dir):
                              "epoch": int(r["epoch"]), "metric": panel["metric"], "value": r[panel["metric"]],
                              "diverged": int(r["diverged"]), "capped": int(r["capped"]),
                              "note": note if r["diverged"] else "", "valid_pairs": valid_pairs(tables[run])})
-    return mark_valid_sets(pd.DataFrame(rows), runs_dir)
+    return mark_valid_sets(pd.DataFrame(rows), files)
 
 
 def valid_pairs(metrics):
@@ -126,7 +131,7 @@ def valid_pairs(metrics):
     return int(counts.iloc[-1]) if len(counts) else float("nan")
 
 
-def mark_valid_sets(table, runs_dir):
+def mark_valid_sets(table, files):
     """valid_sets_differ = 1 on the rows of a validation panel whose runs were validated on different numbers
     of pairs (their curves are not comparable), with a warning naming the runs; else 0."""
     table["valid_sets_differ"] = 0
@@ -138,7 +143,7 @@ def mark_valid_sets(table, runs_dir):
         counts = panel.groupby("run", sort=False).valid_pairs.first().dropna()
         if counts.nunique() > 1:
             table.loc[panel.index, "valid_sets_differ"] = 1
-            said = ", ".join(f"{runs_dir / 'train' / run / 'metrics.csv'}: {int(n)}" for run, n in counts.items())
+            said = ", ".join(f"{files('metrics', run)}: {int(n)}" for run, n in counts.items())
             print(f"WARNING: panel ({chr(97 + int(i))}) {panel.panel_title.iloc[0]!r} compares runs validated on "
                   f"different sets (valid_pairs {said}); its curves are not comparable. Train them on the same "
                   f"data (the same corpus and valid split) and retrain the odd ones", file=sys.stderr)
@@ -253,7 +258,7 @@ def draw(spec, table, pdf, mark=None):
 
 def run(args):
     spec = json.loads(args.spec)
-    table = long_table(spec, Path(args.runs_dir))
+    table = long_table(spec, RunFiles("figure", metrics=args.metrics, bleu=args.bleu))
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
     if args.summary:

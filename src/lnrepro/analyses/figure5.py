@@ -19,8 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..args import add_scale_note_argument, json_object  # noqa: E402
-from ..settings import PRETRAIN_DEFAULTS, lr_text  # noqa: E402
+from ..args import RunFiles, add_run_files_argument, add_scale_note_argument, json_object  # noqa: E402
+from ..settings import PRETRAIN_DEFAULTS, finetune_summary_key, lr_text  # noqa: E402
 from ..training.finetune import seeds_note  # noqa: E402
 from .outcomes import divergence_text  # noqa: E402
 from .plotting import NORM_LABELS, legend, save_figure, with_description  # noqa: E402
@@ -29,7 +29,9 @@ from .plotting import NORM_LABELS, legend, save_figure, with_description  # noqa
 def add_arguments(p):
     p.add_argument("--spec", required=True, type=json_object("title", "runs", "tasks", "run_settings", "rounds"),
                    help="JSON: title, runs, tasks, run_settings, rounds {run: [the rounds fine-tuned]}")
-    p.add_argument("--results", default="results", help="holds pretrain/{run}/metrics.csv and finetune/{run}/{task}/")
+    add_run_files_argument(p, "metrics", "the pre-training metrics.csv of every run (lnrepro pretrain's)")
+    add_run_files_argument(p, "summaries", "the fine-tuning summary of every run, task and round the spec's `rounds` "
+                           "list (lnrepro finetune's ROUND.summary.csv); no other round's is read", key="RUN:TASK:ROUND")
     p.add_argument("--pdf", required=True, help="the figure")
     p.add_argument("--csv", required=True, help="every plotted point")
     add_scale_note_argument(p)
@@ -44,13 +46,17 @@ def run_label(s):
     return with_description(s.get("description"), trained)
 
 
-def long_table(spec, results):
+def long_table(spec, files):
     """Every plotted number: panel, run, label, round, updates, value, ci95, n of seeds, diverged,
-    capped and note (why a value is missing or weaker than it looks)."""
+    capped and note (why a value is missing or weaker than it looks). files: the RunFiles given
+    (lnrepro.args): --metrics by run, --summaries by RUN:TASK:ROUND."""
+    files.require("metrics", spec["runs"])
+    files.require("summaries", [finetune_summary_key(run, task, r) for run in spec["runs"] for task in spec["tasks"]
+                                for r in spec["rounds"][run]])
     rows = []
     for run in spec["runs"]:
         label = run_label(spec["run_settings"][run])
-        metrics = pd.read_csv(results / "pretrain" / run / "metrics.csv")
+        metrics = pd.read_csv(files("metrics", run))
         capped = int(metrics.capped.any()) if "capped" in metrics else 0
         diverged = divergence_text(metrics)
         for _, r in metrics.iterrows():
@@ -60,7 +66,7 @@ def long_table(spec, results):
                          "capped": capped, "note": diverged if r["diverged"] else ""})
         for task in spec["tasks"]:
             for round_ in spec["rounds"][run]:  # the configured rounds: a file of another setting's is stale
-                s = pd.read_csv(results / "finetune" / run / task / f"round{round_}.summary.csv").iloc[0]
+                s = pd.read_csv(files("summaries", finetune_summary_key(run, task, round_))).iloc[0]
                 ok = s["diverged"] == 0  # a diverged checkpoint has no accuracy to plot, whatever the file holds
                 n = s["n"] if "n" in s else s["seeds"]  # summaries before the n column: every seed gave a value
                 note = s.get("note") if isinstance(s.get("note"), str) else ""
@@ -125,7 +131,7 @@ def draw(spec, table, pdf, mark=None):
 
 def run(args):
     spec = json.loads(args.spec)
-    table = long_table(spec, Path(args.results))
+    table = long_table(spec, RunFiles("figure5", metrics=args.metrics, summaries=args.summaries))
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)
     draw(spec, table, args.pdf, mark=args.scale_note)

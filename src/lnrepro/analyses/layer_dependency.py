@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
+from ..args import RunFiles  # noqa: E402
 from ..core.data import PAD, ParallelData, vocab_sizes  # noqa: E402
 from ..core.model import ModelConfig, Transformer  # noqa: E402
 from ..core.translation import load_model  # noqa: E402
@@ -103,21 +104,24 @@ def last_checkpoint(metrics_csv):
     return checkpoints[-1][1]
 
 
-def run_models(run, settings, runs_dir, vocabs, batch):
+def run_models(settings, metrics_csv, vocabs, batch):
     """(state, model) at initialization (the run's seed; Admin profiled on the batch) and trained.
-    vocabs: the model's (vocab_size, tgt_vocab_size), lnrepro.core.data.vocab_sizes."""
+    metrics_csv: the run's metrics.csv (its checkpoints are read beside it); vocabs: the model's
+    (vocab_size, tgt_vocab_size), lnrepro.core.data.vocab_sizes."""
     names = {f.name for f in fields(ModelConfig)}
     cfg = ModelConfig(vocab_size=vocabs[0], tgt_vocab_size=vocabs[1], **{k: v for k, v in settings.items() if k in names})
     yield "init", init_model(cfg, settings.get("seed", TRAIN_DEFAULTS["seed"]), batch)
-    yield "trained", load_model(last_checkpoint(Path(runs_dir) / "train" / run / "metrics.csv"))
+    yield "trained", load_model(last_checkpoint(metrics_csv))
 
 
-def measure(spec, runs_dir, data, vocabs):
+def measure(spec, files, data, vocabs):
+    """files: the RunFiles given (lnrepro.args): each run's --metrics."""
+    files.require("metrics", spec["runs"])
     rows = []
     for run, settings in spec["runs"].items():
         s = {**TRAIN_DEFAULTS, **settings}
         batch = probe_batches(data, s["max_tokens"], 1, s["seed"])[0]
-        for state, model in run_models(run, settings, runs_dir, vocabs, batch):
+        for state, model in run_models(settings, files("metrics", run), vocabs, batch):
             for side, (beta, var_x) in layer_dependency(model, *batch[:2]).items():
                 for i in range(beta.shape[0]):
                     for j in range(i + 2):
@@ -169,7 +173,8 @@ def run(args):
     use_threads(args.threads)
     spec = json.loads(args.spec)
     data_dir = Path(args.data)
-    table = measure(spec, args.runs_dir, ParallelData.load(data_dir / "train.pt"), vocab_sizes(data_dir))
+    files = RunFiles("layer-dependency", metrics=args.metrics)
+    table = measure(spec, files, ParallelData.load(data_dir / "train.pt"), vocab_sizes(data_dir))
     write_probe(table, spec["title"], args, draw)
     if args.summary:
         summary(table).to_csv(args.summary, index=False)

@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..args import add_scale_note_argument, json_object  # noqa: E402
-from .outcomes import outcome  # noqa: E402
+from ..args import RunFiles, add_scale_note_argument, json_object  # noqa: E402
+from .outcomes import add_outcome_arguments, outcome  # noqa: E402
 from .plotting import NORM_LABELS, save_figure  # noqa: E402
 
 OUTCOME = ["status", "diverged_reason", "bleu", "valid_loss", "epochs", "averaged", "average_last", "capped",
@@ -26,10 +26,10 @@ OUTCOME = ["status", "diverged_reason", "bleu", "valid_loss", "epochs", "average
 COLUMNS = ["norm", "lr", "beta2", "run", *OUTCOME]
 
 
-def grid_table(spec, runs_dir):
+def grid_table(spec, files):
     rows = []
     for cell in spec["lr_grid"]["cells"]:
-        o = outcome(spec, runs_dir, cell["run"])
+        o = outcome(spec, files, cell["run"])
         rows.append({"norm": cell["norm"], "lr": cell["lr"], "beta2": cell["beta2"], "run": cell["run"],
                      **{k: o[k] for k in OUTCOME}})
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -73,7 +73,7 @@ def draw(table, title, pdf, mark=None):
 def add_arguments(p):
     p.add_argument("--spec", required=True, type=json_object("lr_grid"),
                    help="JSON: lr_grid {title, cells [{norm, lr, beta2, run}]}, converged_below, average_last {run: N}")
-    p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and eval/RUN/bleu.csv")
+    add_outcome_arguments(p, "every cell's run")
     p.add_argument("--pdf", required=True, help="the heatmap")
     p.add_argument("--csv", required=True, help="one row per grid cell: status, BLEU, valid loss")
     add_scale_note_argument(p)
@@ -81,7 +81,8 @@ def add_arguments(p):
 
 def run(args):
     spec = json.loads(args.spec)
-    table = grid_table(spec, args.runs_dir)
+    files = RunFiles("lr-grid", metrics=args.metrics, bleu=args.bleu)
+    table = grid_table(spec, files)
     for path in (args.csv, args.pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.csv, index=False)

@@ -5,35 +5,31 @@ claims that a run diverges or trains: one status for all of them).
 its floor; the trainer's reason in ``diverged_reason``), ``not converged``
 when its final validation loss stays above the spec's ``converged_below`` (bits/token; a run
 stuck on a plateau trains without exploding), else ``converged``. Its BLEU is the last epoch's
-of eval/RUN/bleu.csv, or of eval/RUN/bleu_avgN.csv where the spec averages the last N
-checkpoints for that run. What a reader must know beside the number is in ``note`` (fewer
+of the run's BLEU table given (lnrepro evaluate's bleu.csv, or its bleu_avgN.csv where the spec averages
+the last N checkpoints for that run). What a reader must know beside the number is in ``note`` (fewer
 checkpoints averaged than asked, and why) and ``capped`` (training_cap: a smoke test, not a result).
 """
 import math
 import sys
-from pathlib import Path
 
 import pandas as pd
 
+from ..args import add_run_files_argument
 
-def run_outcome(runs_dir, run, converged_below=None, average_last=0):
+
+def run_outcome(metrics_csv, bleu_csv, converged_below=None, average_last=0):
     """{'status', 'diverged_reason', 'bleu', 'valid_loss', 'epochs', 'averaged', 'average_last', 'capped',
-    'note'} of one run; 'averaged' is how many checkpoints the BLEU's model really averaged."""
-    runs_dir = Path(runs_dir)
-    metrics = read_metrics(runs_dir, run)
-    name = f"bleu_avg{average_last}.csv" if average_last else "bleu.csv"
-    bleu = pd.read_csv(runs_dir / "eval" / run / name)
-    check_bleu_is_current(metrics, bleu, runs_dir / "eval" / run / name)
+    'note'} of one run, from its metrics.csv and its BLEU table (bleu_avgN.csv where average_last is N);
+    'averaged' is how many checkpoints the BLEU's model really averaged."""
+    metrics = pd.read_csv(metrics_csv)
+    bleu = pd.read_csv(bleu_csv)
+    check_bleu_is_current(metrics, bleu, bleu_csv)
     status, valid = metrics_status(metrics, converged_below)
     averaged = int(bleu.averaged.iloc[-1]) if average_last and len(bleu) else 0
     return {"status": status, "diverged_reason": diverged_reason(metrics),
             "bleu": float(bleu.bleu.iloc[-1]) if len(bleu) else math.nan, "valid_loss": valid,
             "epochs": int(metrics.epoch.max()), "averaged": averaged, "average_last": average_last,
             "capped": int(metrics.capped.any()), "note": average_note(metrics, average_last, averaged)}
-
-
-def read_metrics(runs_dir, run):
-    return pd.read_csv(Path(runs_dir) / "train" / run / "metrics.csv")
 
 
 def metrics_status(metrics, converged_below=None):
@@ -100,6 +96,15 @@ def diverged_reason(metrics):
     return "" if pd.isna(reason) else str(reason)
 
 
-def outcome(spec, runs_dir, run):
-    """A run's outcome under the spec's threshold, its BLEU averaged as the spec says (run -> N)."""
-    return run_outcome(runs_dir, run, spec.get("converged_below"), spec.get("average_last", {}).get(run, 0))
+def outcome(spec, files, run):
+    """A run's outcome under the spec's threshold, from the files given for it (files: lnrepro.args.RunFiles,
+    --metrics and --bleu; the BLEU table is of the model the spec's average_last {run: N} names)."""
+    return run_outcome(files("metrics", run), files("bleu", run), spec.get("converged_below"),
+                       spec.get("average_last", {}).get(run, 0))
+
+
+def add_outcome_arguments(p, whose):
+    """--metrics and --bleu: the files outcome() reads, each run's own."""
+    add_run_files_argument(p, "metrics", f"the metrics.csv of {whose} (lnrepro train's)")
+    add_run_files_argument(p, "bleu", f"the BLEU table of {whose}: its bleu.csv, or its bleu_avgN.csv where the "
+                           "spec's average_last gives the run N (lnrepro evaluate's)")

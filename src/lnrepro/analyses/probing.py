@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..args import add_scale_note_argument, json_object, str2bool
+from ..args import add_run_files_argument, add_scale_note_argument, json_object, str2bool
 from ..core.admin import profile, set_omegas
 from ..core.batching import collate, make_batches
 from ..core.data import PAD, ParallelData, vocab_sizes
@@ -167,7 +167,8 @@ def load_init_probe(args):
 def add_trained_probe_arguments(p, spec_help, csv_help):
     p.add_argument("--spec", required=True, type=json_object(), help=spec_help)
     p.add_argument("--data", required=True, help="binarized data dir of the runs' corpus (its dictionaries, train.pt)")
-    p.add_argument("--runs-dir", default="results", help="holds train/RUN/metrics.csv and its checkpoints")
+    add_run_files_argument(p, "metrics", "the metrics.csv of every run the spec names (lnrepro train's); the "
+                           "checkpoints it lists are read beside it")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads; 0 = torch's default")
     p.add_argument("--pdf", required=True, help="the heatmaps")
     p.add_argument("--csv", required=True, help=csv_help)

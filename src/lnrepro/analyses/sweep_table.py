@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from ..args import json_object
+from ..args import json_object, run_path_pair
 from .outcomes import status_and_why
 
 COLUMNS = ["sweep", "run", "seed", "status", "why", "epochs", "updates", "final_valid_loss", "best_valid_loss",
@@ -38,16 +38,9 @@ def sweep_table(spec, metrics_files):
     return pd.DataFrame(rows, columns=columns)
 
 
-def run_metrics_pair(text):
-    run, sep, path = text.partition("=")
-    if not sep or not run or not path:
-        raise ValueError(f"expected RUN=PATH, got {text!r}")
-    return run, path
-
-
 def add_arguments(p):
     p.add_argument("--spec", required=True, type=json_object("sweep", "axes", "cells"), help="JSON: {sweep, axes, cells, converged_below}")
-    p.add_argument("--metrics", nargs="+", required=True, type=run_metrics_pair, metavar="RUN=PATH",
+    p.add_argument("--metrics", nargs="+", required=True, type=run_path_pair, metavar="RUN=PATH",
                    help="each cell's run and its metrics.csv")
     p.add_argument("--csv", required=True, help="the table: one row per cell and seed")
 

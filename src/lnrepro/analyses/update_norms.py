@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..args import RunFiles  # noqa: E402
 from ..core.data import ParallelData  # noqa: E402
 from ..core.translation import load_model  # noqa: E402
 from .claims import statistic  # noqa: E402
@@ -98,11 +99,13 @@ def model_label(model):
     return f"{norm} {c.enc_layers}+{c.dec_layers} layers"
 
 
-def measure(spec, runs_dir, data):
+def measure(spec, files, data):
+    """files: the RunFiles given (lnrepro.args): each run's --metrics, its checkpoints listed there."""
+    files.require("metrics", spec["runs"])
     rows = []
     for run, s in spec["runs"].items():
         batches = probe_batches(data, s["max_tokens"], spec["batches"], s["seed"])
-        pairs = epoch_pairs(epoch_checkpoints(Path(runs_dir) / "train" / run / "metrics.csv"), spec.get("epochs"))
+        pairs = epoch_pairs(epoch_checkpoints(files("metrics", run)), spec.get("epochs"))
         if not pairs:
             raise SystemExit(f"{run}: no two consecutive epoch checkpoints")
         for epoch, before, after in pairs:
@@ -167,7 +170,8 @@ def add_arguments(p):
 def run(args):
     use_threads(args.threads)
     spec = json.loads(args.spec)
-    table = measure(spec, args.runs_dir, ParallelData.load(Path(args.data) / "train.pt"))
+    files = RunFiles("update-norms", metrics=args.metrics)
+    table = measure(spec, files, ParallelData.load(Path(args.data) / "train.pt"))
     write_probe(table, spec["title"], args, draw)
     if args.summary:
         summary(table).to_csv(args.summary, index=False)

@@ -1,6 +1,7 @@
 """What admin.smk's rules ask of the config (parse time; no torch)."""
 import shlex
 
+from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import (ADMIN_PROBE_KEYS, DEPENDENCY_KEYS, OUTPUT_CHANGE_NORMS, RUN_VALUE_DEFAULTS, UPDATE_NORM_KEYS,
                               cli_flags, picked_flags)
@@ -191,37 +192,32 @@ class Admin:
         n = self.averaged_checkpoints(run)
         return f"results/eval/{run}/bleu_avg{n}.csv" if n else f"results/eval/{run}/bleu.csv"
 
-    def table_inputs(self, section):
+    def table_files(self, section):
+        """{flag: {run: path}} a table or the lr grid reads (admin_table1, admin_table2, lr_grid): each run's
+        metrics and (averaged) BLEU. Its input and its command's pairs, both."""
         runs = self.table_runs(section)
-        return {"metrics": [f"results/train/{run}/metrics.csv" for run in runs],
-                "bleu": [self.table_bleu_file(run) for run in runs]}
+        return {"metrics": {run: f"results/train/{run}/metrics.csv" for run in runs},
+                "bleu": {run: self.table_bleu_file(run) for run in runs}}
+
+    # The table rules' input functions, params and spec, one factory each: P.admin.table_inputs("table2")
+    def table_inputs(self, section, **also):
+        """unpack() input of a table or grid rule: its runs' metrics and (averaged) BLEU, and `also`."""
+        return lambda wildcards: {**input_lists(self.table_files(section)), **also}
+
+    def table_pairs(self, section):
+        """--metrics RUN=PATH ... --bleu RUN=PATH ...: the files of its input, by run."""
+        return lambda wildcards: flag_pairs(self.table_files(section))
 
     def table_spec(self, section):
         """The section plus what the command needs to read its runs, and nothing about other runs."""
-        runs = self.table_runs(section)
-        spec = {section: self.admin_cfg(section), "run_corpus": {run: self.runs.run_corpus(run) for run in runs},
-                "average_last": {run: self.averaged_checkpoints(run) for run in runs}}
-        if "converged_below" in self.admin_cfg():
-            spec["converged_below"] = self.admin_cfg()["converged_below"]
-        return spec_argument(spec)
-
-    def table1_inputs(self, wildcards):
-        return {**self.table_inputs("table1"), "vanishing": "results/figures/liu_fig5_vanishing.csv"}
-
-    def table1_spec(self, wildcards):
-        return self.table_spec("table1")
-
-    def table2_inputs(self, wildcards):
-        return self.table_inputs("table2")
-
-    def table2_spec(self, wildcards):
-        return self.table_spec("table2")
-
-    def lr_grid_inputs(self, wildcards):
-        return self.table_inputs("lr_grid")
-
-    def lr_grid_spec(self, wildcards):
-        return self.table_spec("lr_grid")
+        def spec(wildcards):
+            runs = self.table_runs(section)
+            spec = {section: self.admin_cfg(section), "run_corpus": {run: self.runs.run_corpus(run) for run in runs},
+                    "average_last": {run: self.averaged_checkpoints(run) for run in runs}}
+            if "converged_below" in self.admin_cfg():
+                spec["converged_below"] = self.admin_cfg()["converged_below"]
+            return spec_argument(spec)
+        return spec
 
     def figure_cfg(self, section, fig):
         figures = self.admin_cfg().get(section, {})
@@ -239,10 +235,19 @@ class Admin:
     def dependency_cfg(self, wildcards):
         return self.figure_cfg("layer_dependency", wildcards.ldfig)
 
+    def figure_metrics(self, section, fig):
+        """{"metrics": {run: path}} a trained-run probe reads (layer_dependency, update_norms): each run's
+        metrics.csv, through which it reads the checkpoints. Its input and its command's pairs, both."""
+        return {"metrics": {run: f"results/train/{run}/metrics.csv" for run in self.figure_cfg(section, fig)["runs"]}}
+
     def dependency_inputs(self, wildcards):
         files = self.runs.run_bin_files(self.figure_run("layer_dependency", wildcards.ldfig))
         return {"dict": files["dict"], "train": files["train"],
-                "metrics": [f"results/train/{run}/metrics.csv" for run in self.dependency_cfg(wildcards)["runs"]]}
+                **input_lists(self.figure_metrics("layer_dependency", wildcards.ldfig))}
+
+    def dependency_pairs(self, wildcards):
+        """--metrics RUN=PATH ...: the metrics of its input, by run."""
+        return flag_pairs(self.figure_metrics("layer_dependency", wildcards.ldfig))
 
     def dependency_data_dir(self, wildcards):
         return self.figure_data_dir("layer_dependency", wildcards.ldfig)
@@ -259,7 +264,11 @@ class Admin:
     def update_norms_inputs(self, wildcards):
         """The runs' metrics (their epoch checkpoints are written with them) and the corpus's batches."""
         return {"train": self.runs.run_bin_files(self.figure_run("update_norms", wildcards.unfig))["train"],
-                "metrics": [f"results/train/{run}/metrics.csv" for run in self.update_norms_cfg(wildcards)["runs"]]}
+                **input_lists(self.figure_metrics("update_norms", wildcards.unfig))}
+
+    def update_norms_pairs(self, wildcards):
+        """--metrics RUN=PATH ...: the metrics of its input, by run."""
+        return flag_pairs(self.figure_metrics("update_norms", wildcards.unfig))
 
     def update_norms_data_dir(self, wildcards):
         return self.figure_data_dir("update_norms", wildcards.unfig)

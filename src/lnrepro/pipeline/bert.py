@@ -1,7 +1,8 @@
 """What bert.smk's rules ask of the config (parse time; no torch)."""
 
+from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
 from lnrepro.pipeline.spec_argument import spec_argument
-from lnrepro.settings import BERT_RUN_ONLY_KEYS, PRETRAIN_DEFAULTS, launched_trainer_flags
+from lnrepro.settings import BERT_RUN_ONLY_KEYS, PRETRAIN_DEFAULTS, finetune_summary_key, launched_trainer_flags
 
 
 class Bert:
@@ -95,14 +96,23 @@ class Bert:
         3e-4 for its divergence, is pre-trained only)."""
         return self.runs.bert_section().get("fig5", {}).get("runs", []) if "finetune" in self.runs.bert_section() else []
 
-    def fig5_summaries(self):
+    def fig5_files(self):
+        """{flag: {key: path}} plot_fig5 reads: each run's pre-training metrics, by run, and the summary of
+        each fine-tuned round, by RUN:TASK:ROUND. Its input and its command's pairs, both."""
         fig = self.runs.bert_section()["fig5"]
-        return [f"results/finetune/{run}/{task}/round{r}.summary.csv"
-                for run in self.finetuned_runs() for task in fig["tasks"] for r in self.finetuned_rounds(run)]
+        return {"metrics": {run: f"results/pretrain/{run}/metrics.csv" for run in fig["runs"]},
+                "summaries": {finetune_summary_key(run, task, r): f"results/finetune/{run}/{task}/round{r}.summary.csv"
+                              for run in self.finetuned_runs() for task in fig["tasks"] for r in self.finetuned_rounds(run)}}
+
+    def fig5_summaries(self):
+        return list(self.fig5_files()["summaries"].values())
 
     def fig5_inputs(self, wildcards):
-        return {"metrics": [f"results/pretrain/{run}/metrics.csv" for run in self.runs.bert_section()["fig5"]["runs"]],
-                "summaries": self.fig5_summaries()}
+        return input_lists(self.fig5_files())
+
+    def fig5_pairs(self, wildcards):
+        """--metrics RUN=PATH ... --summaries RUN:TASK:ROUND=PATH ...: the files of its input."""
+        return flag_pairs(self.fig5_files())
 
     def fig5_spec(self, wildcards):
         spec = dict(self.runs.bert_section()["fig5"])

@@ -7,6 +7,7 @@ import yaml
 
 from lnrepro.pipeline.caption_verdicts import CLAIMS_CSV, LAB_CLAIMS_CSV, CaptionVerdicts
 from lnrepro.pipeline.config_text import duplicate_key_error
+from lnrepro.pipeline.run_pairs import flag_pairs
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import CLAIM_SCALE_WORDS
 
@@ -168,28 +169,43 @@ class Claims:
     def lab_claims_spec(self, wildcards):
         return self.claims_spec(wildcards, lab=True)
 
-    def claims_inputs(self, wildcards, lab=False):
-        """Only what the claims read where this config defines it: runs' metrics (and BLEU), results tables."""
-        files = set()
+    @functools.cache  # one pass for the rule's input, its pairs and tables and every caption's verdicts
+    def claims_files(self, lab=False):
+        """{flag: {name: path}} check_claims (lab: check_lab_claims) reads, only where this config defines
+        it: each run's metrics (a BERT run's pre-training ones), BLEU where a claim compares BLEU, by run;
+        the results tables, by source. Its input and its command's pairs, both."""
+        files = {"metrics": {}, "bleu": {}, "tables": {}}
         for name, claim in self.measured_claims(lab).items():
             for spec, missing in ((claim, claim["paper_missing"]), (self.scaled_claim(name), claim["scaled_missing"])):
                 if missing:
                     continue
                 if spec["kind"] == "table":
-                    files.add(self.CLAIM_SOURCES[spec["source"]][1])
+                    files["tables"][spec["source"]] = self.CLAIM_SOURCES[spec["source"]][1]
                 for run in self.claim_runs(spec):
-                    files.add(f"results/{'pretrain' if run in self.runs.bert_runs() else 'train'}/{run}/metrics.csv")
+                    files["metrics"][run] = f"results/{'pretrain' if run in self.runs.bert_runs() else 'train'}/{run}/metrics.csv"
                     if spec.get("metric") == "bleu":
-                        files.add(f"results/eval/{run}/bleu.csv")
-        return sorted(files)
+                        files["bleu"][run] = f"results/eval/{run}/bleu.csv"
+        return {flag: dict(sorted(pairs.items())) for flag, pairs in files.items()}
+
+    def claims_inputs(self, wildcards, lab=False):
+        """Only what the claims read where this config defines it: runs' metrics (and BLEU), results tables."""
+        return sorted({path for pairs in self.claims_files(lab).values() for path in pairs.values()})
+
+    def claims_pairs(self, wildcards, lab=False):
+        """--metrics RUN=PATH ... --bleu RUN=PATH ... --tables NAME=CSV ...: every file of its input."""
+        files = self.claims_files(lab)
+        runs = flag_pairs({"metrics": files["metrics"], "bleu": files["bleu"]})
+        return " ".join(filter(None, (runs, self.claims_tables(wildcards, lab))))
+
+    def lab_claims_pairs(self, wildcards):
+        return self.claims_pairs(wildcards, lab=True)
 
     def lab_claims_inputs(self, wildcards):
         return self.claims_inputs(wildcards, lab=True)
 
     def claims_tables(self, wildcards, lab=False):
         """NAME=CSV of each results table the claims read where this config defines it."""
-        inputs = set(self.claims_inputs(wildcards, lab))
-        tables = " ".join(f"{name}={path}" for name, (_, path) in sorted(self.CLAIM_SOURCES.items()) if path in inputs)
+        tables = " ".join(f"{name}={path}" for name, path in self.claims_files(lab)["tables"].items())
         return f"--tables {tables}" if tables else ""
 
     def lab_claims_tables(self, wildcards):

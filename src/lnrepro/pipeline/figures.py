@@ -2,6 +2,7 @@
 
 from snakemake.io import expand
 
+from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
 from lnrepro.pipeline.spec_argument import spec_argument
 
 
@@ -16,14 +17,20 @@ class Figures:
     def figure_runs(self, fig):
         return sorted({run for panel in self.config["figures"][fig]["panels"] for run in panel["runs"]})
 
-    def figure_inputs(self, wildcards):
-        """Every run's metrics; BLEU (a decode of every epoch) only for the runs a BLEU panel draws."""
-        panels = self.config["figures"][wildcards.fig]["panels"]
+    def figure_files(self, fig):
+        """{flag: {run: path}} plot_figure reads: every run's metrics; BLEU (a decode of every epoch) only
+        for the runs a BLEU panel draws. Its input and its command's pairs, both."""
+        panels = self.config["figures"][fig]["panels"]
         decoded = sorted({run for panel in panels if panel["metric"] == "bleu" for run in panel["runs"]})
-        return {
-            "metrics": [f"results/train/{run}/metrics.csv" for run in self.figure_runs(wildcards.fig)],
-            "bleu": [f"results/eval/{run}/bleu.csv" for run in decoded],
-        }
+        return {"metrics": {run: f"results/train/{run}/metrics.csv" for run in self.figure_runs(fig)},
+                "bleu": {run: f"results/eval/{run}/bleu.csv" for run in decoded}}
+
+    def figure_inputs(self, wildcards):
+        return input_lists(self.figure_files(wildcards.fig))
+
+    def figure_pairs(self, wildcards):
+        """--metrics RUN=PATH ... --bleu RUN=PATH ...: the files of its input, by run."""
+        return flag_pairs(self.figure_files(wildcards.fig))
 
     def figure_spec(self, wildcards):
         """The figure's panels plus the settings of the runs it draws (for legends)."""

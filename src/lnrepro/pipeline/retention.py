@@ -42,7 +42,7 @@ class Retention:
         """Every results/eval/ file a target of this config reads: figures' BLEU panels, claims, tables."""
         files = [f for fig in self.config["figures"] for f in self.figures.figure_inputs(types.SimpleNamespace(fig=fig))["bleu"]]
         files += [f for f in self.claim_files() if f.startswith("results/eval/")]
-        files += [f for section in self.table_sections() for f in self.admin.table_inputs(section)["bleu"]]
+        files += [f for section in self.table_sections() for f in self.admin.table_files(section)["bleu"].values()]
         return list(dict.fromkeys(files))
 
     def admin_figure_runs(self, section):

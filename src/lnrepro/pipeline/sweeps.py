@@ -16,10 +16,10 @@ import itertools
 import json
 import math
 import re
-import shlex
 
 import jsonschema
 
+from lnrepro.pipeline.run_pairs import quoted_pairs
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import SAFER_SIDE, TRAIN_DEFAULTS, lr_text, merged_run_settings
 
@@ -140,7 +140,7 @@ class Sweeps:
 
     def sweep_metrics_pairs(self, wildcards):
         """RUN=PATH of every cell: the command reads the files its rule declares, by run."""
-        return " ".join(shlex.quote(f"{run}={path}") for run, path in self.sweep_metrics(wildcards.sweep).items())
+        return quoted_pairs(self.sweep_metrics(wildcards.sweep))
 
     def sweep_converged_below(self, sweep):
         """The sweep's own threshold, else Liu et al.'s tables' (admin.converged_below), else none: only a
