@@ -22,6 +22,7 @@ from lnrepro.pipeline.evaluate import Evaluate
 from lnrepro.pipeline.figures import Figures
 from lnrepro.pipeline.plan import Plan
 from lnrepro.pipeline.probe import Probe
+from lnrepro.pipeline.products import products
 from lnrepro.pipeline.resources import Resources
 from lnrepro.pipeline.retention import Retention
 from lnrepro.pipeline.runs import Runs
@@ -102,9 +103,7 @@ class Pipeline:
     def default_targets(self, wildcards=None):
         """rule all's inputs: every figure, table and check of the config (an input function, so a
         named target plans without them)."""
-        return [*self.figures.figure_targets(), *self.probe.probe_targets(), *self.theory.theory_targets(),
-                *self.claims.claims_targets(), *self.admin.admin_targets(), *self.bert.bert_targets(),
-                *self.retention.retention_targets()]
+        return [t for product in products(self.config, self.claims) for t in product.targets] + self.retention.retention_targets()
 
     # ---- targets: one the config cannot make is named with those it can (Snakefile, after rule all) ----
     @functools.cache

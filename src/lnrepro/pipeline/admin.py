@@ -2,20 +2,13 @@
 import shlex
 
 from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
+from lnrepro.pipeline.products import of_section
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import (ADMIN_PROBE_KEYS, DEPENDENCY_KEYS, OUTPUT_CHANGE_NORMS, RUN_VALUE_DEFAULTS, UPDATE_NORM_KEYS,
                               cli_flags, picked_flags)
 
 
 class Admin:
-    ADMIN_TARGETS = {  # subsection -> what it draws
-        "gradients": ["results/figures/liu_fig5.pdf"],
-        "output_change": ["results/figures/liu_fig2.pdf"],
-        "table1": ["results/tables/admin_table1.md", "results/tables/admin_table1.csv"],
-        "table2": ["results/tables/admin_table2.md", "results/tables/admin_table2.csv"],
-        "lr_grid": ["results/figures/liu_fig10.pdf"],
-    }
-
     FIGURE_SECTIONS = ("layer_dependency", "update_norms")  # {fig: {title, runs, ...}}: results/figures/liu_{fig}
 
     # what each run of Table 2's §5.2 block trains with (Liu: "FixUp (without using layer normalization)
@@ -35,7 +28,7 @@ class Admin:
         if section is None:
             return a
         if section not in a:
-            self.errors.config_error(f"{self.ADMIN_TARGETS[section][0]} needs an 'admin.{section}' section")
+            self.errors.config_error(f"{of_section('admin', section).targets[0]} needs an 'admin.{section}' section")
         return a[section]
 
     def table_runs(self, section):
@@ -131,13 +124,6 @@ class Admin:
                 if enc == "fixup":  # beta is carried through Post-LN, Pre-LN and Admin residuals only
                     self.errors.config_error(f"admin.layer_dependency.{fig}.runs[{i}]: {run} has norm fixup; the figure measures "
                                              "post, pre and admin runs")
-
-    def admin_targets(self):
-        targets = [t for section, targets in self.ADMIN_TARGETS.items() if section in self.admin_cfg() for t in targets]
-        # each figure and the summary its report caption shows: a summary a rule gained later (Figs 7-8's)
-        # is built in a finished demo too, where Snakemake reruns no job for an output nobody asks for
-        return targets + [f"results/figures/liu_{fig}{part}" for s in self.FIGURE_SECTIONS for fig in self.admin_cfg().get(s, {})
-                          for part in (".pdf", "_summary.csv")]
 
     # ---- init-time probes: the named run's corpus, width and batches; depth from the section ----
     def admin_probe_settings(self, section):

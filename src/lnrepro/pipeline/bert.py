@@ -49,9 +49,6 @@ class Bert:
         if short >= block_size:
             self.errors.config_error(f"bert.runs.{run}.short_block_size: {short} is not below block_size {block_size}")
 
-    def bert_targets(self):
-        return ["results/figures/fig5.pdf"] if self.runs.bert_section().get("fig5") else []
-
     # ---- pre-training ----
     def pretrain_bin_dir(self, wildcards):
         return f"results/data/bert/{self.runs.bert_run_settings(wildcards.run)['corpus']}/bin"

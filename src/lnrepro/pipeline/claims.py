@@ -7,6 +7,7 @@ import yaml
 
 from lnrepro.pipeline.caption_verdicts import CLAIMS_CSV, LAB_CLAIMS_CSV, CaptionVerdicts
 from lnrepro.pipeline.config_text import duplicate_key_error
+from lnrepro.pipeline.products import CLAIM_SOURCES, LAB_SOURCES
 from lnrepro.pipeline.run_pairs import flag_pairs
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import CLAIM_SCALE_WORDS
@@ -14,26 +15,6 @@ from lnrepro.settings import CLAIM_SCALE_WORDS
 
 class Claims:
     CLAIMS_FILE = "config/claims.yaml"  # relative to the Snakefile's folder
-    CLAIM_SOURCES = {  # table claims read these results tables; each exists when its config section does
-        "fig3": (("gradient_probe",), "results/figures/fig3.csv"),
-        "theory": (("theory",), "results/figures/theory_checks.csv"),
-        "fig5": (("bert", "fig5"), "results/figures/fig5.csv"),
-        "liu_fig10": (("admin", "lr_grid"), "results/figures/liu_fig10.csv"),
-        "liu_fig3": (("admin", "update_norms", "fig3"), "results/figures/liu_fig3.csv"),
-        "liu_fig11": (("admin", "update_norms", "fig11"), "results/figures/liu_fig11.csv"),
-        "liu_table2": (("admin", "table2"), "results/tables/admin_table2.csv"),
-        "liu_table1": (("admin", "table1"), "results/tables/admin_table1.csv"),
-        "liu_fig5_vanishing": (("admin", "gradients"), "results/figures/liu_fig5_vanishing.csv"),
-        "liu_fig2": (("admin", "output_change"), "results/figures/liu_fig2.csv"),
-        "liu_fig2_fits": (("admin", "output_change"), "results/figures/liu_fig2_fits.csv"),
-        "liu_fig7": (("admin", "layer_dependency", "fig7"), "results/figures/liu_fig7.csv"),
-        "liu_fig8": (("admin", "layer_dependency", "fig8"), "results/figures/liu_fig8.csv"),
-        "lab": (("sweeps", "lab"), "results/sweeps/lab.csv"),
-        "lab_fn": (("sweeps", "lab_fn"), "results/sweeps/lab_fn.csv"),
-    }
-    # the stability lab's claims (issue 45) read its sweeps' tables: judged by their own target,
-    # results/lab_claims.md, so the papers' claims table (in rule all) never trains the lab's grid
-    LAB_SOURCES = ("lab", "lab_fn")
     CLAIM_RUN_KEYS = ("a", "b", "c", "d")
 
     def __init__(self, config, workflow, checks, errors, runs, sections):
@@ -87,9 +68,9 @@ class Claims:
             if "scaled" in scale and not changes:
                 self.errors.config_error(f"claims.{name}: `scaled` says why, but nothing differs from {self.CLAIMS_FILE}'s claim")
         for name, claim in claims.items():
-            if claim["kind"] == "table" and claim["source"] not in self.CLAIM_SOURCES:
+            if claim["kind"] == "table" and claim["source"] not in CLAIM_SOURCES:
                 self.errors.stop(f"{self.CLAIMS_FILE}: claims.{name}.source: '{claim['source']}' is not one of "
-                                 f"{', '.join(sorted(self.CLAIM_SOURCES))}{self.errors.did_you_mean(claim['source'], self.CLAIM_SOURCES)}")
+                                 f"{', '.join(sorted(CLAIM_SOURCES))}{self.errors.did_you_mean(claim['source'], CLAIM_SOURCES)}")
 
     def caption_verdicts(self, *figures, lab=False):
         """A report caption's param: the verdicts of the claims whose `figure` is one of these (a key may
@@ -110,15 +91,12 @@ class Claims:
                                    LAB_CLAIMS_CSV if lab else CLAIMS_CSV)
         return verdicts
 
-    def claims_targets(self):
-        return ["results/claims.md", "results/claims.csv"] if self.applicable_claims() else []
-
     def claim_runs(self, claim):
         return [claim[k] for k in self.CLAIM_RUN_KEYS if k in claim]
 
     def source_configured(self, source):
         section = self.config
-        for key in self.CLAIM_SOURCES[source][0]:
+        for key in CLAIM_SOURCES[source][0]:
             section = section.get(key) or {}
         return bool(section)
 
@@ -127,7 +105,7 @@ class Claims:
         if claim["kind"] == "table":
             if self.source_configured(claim["source"]):
                 return ""
-            return f"this config has no {'.'.join(self.CLAIM_SOURCES[claim['source']][0])} section (table {claim['source']})"
+            return f"this config has no {'.'.join(CLAIM_SOURCES[claim['source']][0])} section (table {claim['source']})"
         missing = [run for run in self.claim_runs(claim) if run not in self.config["runs"] and run not in self.runs.bert_runs()]
         return f"this config has no run {', '.join(missing)}" if missing else ""
 
@@ -136,7 +114,7 @@ class Claims:
         return {**self.paper_claims["claims"][name], **{k: v for k, v in scale.items() if k not in CLAIM_SCALE_WORDS}}
 
     def is_lab_claim(self, claim):
-        return claim["kind"] == "table" and claim["source"] in self.LAB_SOURCES
+        return claim["kind"] == "table" and claim["source"] in LAB_SOURCES
 
     @functools.cache  # the config is fixed once parsed: spec, inputs, tables and targets share one pass
     def measured_claims(self, lab=False):
@@ -180,7 +158,7 @@ class Claims:
                 if missing:
                     continue
                 if spec["kind"] == "table":
-                    files["tables"][spec["source"]] = self.CLAIM_SOURCES[spec["source"]][1]
+                    files["tables"][spec["source"]] = CLAIM_SOURCES[spec["source"]][1]
                 for run in self.claim_runs(spec):
                     files["metrics"][run] = f"results/{'pretrain' if run in self.runs.bert_runs() else 'train'}/{run}/metrics.csv"
                     if spec.get("metric") == "bleu":

@@ -1,7 +1,5 @@
 """What figures.smk's rules ask of the config (parse time; no torch)."""
 
-from snakemake.io import expand
-
 from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
 from lnrepro.pipeline.spec_argument import spec_argument
 
@@ -9,10 +7,6 @@ from lnrepro.pipeline.spec_argument import spec_argument
 class Figures:
     def __init__(self, config, runs):
         self.config, self.runs = config, runs
-
-    def figure_targets(self):
-        """Each figure and the table of its final values (its report caption)."""
-        return expand("results/figures/{fig}{suffix}", fig=self.config["figures"], suffix=[".pdf", "_final.csv"])
 
     def figure_runs(self, fig):
         return sorted({run for panel in self.config["figures"][fig]["panels"] for run in panel["runs"]})

@@ -5,6 +5,7 @@ import re
 
 from lnrepro.analyses.plan import (Throughput, bert_vocab, checkpoint_bytes, corpus_vocab, decode_job, finetune_job, gb,
                                    pretrain_job, train_job, translation_params)
+from lnrepro.pipeline.products import products
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import OUTPUT_CHANGE_NORMS, PLAN_KEYS, TRAIN_DEFAULTS
 
@@ -59,20 +60,21 @@ class Plan:
     def plan_groups(self):
         """Each figure's and table's runs: the config's figures, the admin section's tables and figures, BERT's,
         and each sweep's (its table, phase diagram and the lab's claims)."""
-        groups = {fig: [run for panel in spec["panels"] for run in panel["runs"]] for fig, spec in self.config["figures"].items()}
-        a = self.admin.admin_cfg()
-        for section, name in (("table1", "liu_table1"), ("table2", "liu_table2"), ("lr_grid", "liu_fig10")):
-            if section in a:
-                groups[name] = self.admin.table_runs(section)
-        for section in self.admin.FIGURE_SECTIONS:
-            for fig, spec in a.get(section, {}).items():
-                groups[f"liu_{fig}"] = spec["runs"]
-        if "fig5" in self.runs.bert_section():
-            runs = self.runs.bert_section()["fig5"]["runs"]
-            groups["fig5"] = runs + [f"{run} fine-tuning" for run in self.bert.finetuned_runs()]
+        groups = {product.name: self.product_runs(product) for product in products(self.config) if product.trains}
         for sweep in self.config.get("sweeps") or {}:  # not in rule all, priced all the same: its own targets
             groups[f"sweeps.{sweep}"] = self.sweeps.sweep_runs(sweep)
         return {g: list(dict.fromkeys(runs)) for g, runs in groups.items()}
+
+    def product_runs(self, product):
+        """What a product's plan group prices (products.Product.trains): its runs, and BERT's fine-tunings."""
+        if product.trains == "panels":
+            return [run for panel in self.config["figures"][product.name]["panels"] for run in panel["runs"]]
+        if product.trains == "table":
+            return self.admin.table_runs(product.section[-1])
+        if product.trains == "figure":
+            return self.admin.figure_cfg(*product.section[1:])["runs"]
+        fig5 = self.runs.bert_section()["fig5"]  # trains: bert
+        return fig5["runs"] + [f"{run} fine-tuning" for run in self.bert.finetuned_runs()]
 
     def plan_run(self, run):
         """The run's settings and, in a capped config (training_cap), the trainer's cap flags' values."""

@@ -26,9 +26,6 @@ class Probe:
             if self.probed_warmup(run) <= 1 or self.runs.run_norms(run) != ("post", "post"):  # as it trains: the trainer's defaults too
                 self.errors.config_error(f"gradient_probe.run: '{run}' must be a Post-LN run with a warm-up (Fig 3: after warm-up)")
 
-    def probe_targets(self):
-        return ["results/figures/fig3.pdf"] if self.config.get("gradient_probe") else []
-
     def probe_cfg(self):
         self.sections.checked("probe")
         if not self.config.get("gradient_probe"):

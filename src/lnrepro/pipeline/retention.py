@@ -5,6 +5,8 @@ import os
 import pathlib
 import types
 
+from lnrepro.pipeline.products import PRODUCTS
+
 
 # keep: all (the default) adds no job and deletes nothing.
 
@@ -32,11 +34,11 @@ class Retention:
 
     def claim_files(self):
         """What the claims table reads (its runs' metrics and BLEU), where this config has one."""
-        return self.claims.claims_inputs(None) if self.claims.claims_targets() else []
+        return self.claims.claims_inputs(None) if self.claims.applicable_claims() else []
 
     def table_sections(self):
         """The admin tables and lr grid this config has: each reads its runs' metrics and BLEU."""
-        return [section for section in ("table1", "table2", "lr_grid") if section in self.admin.admin_cfg()]
+        return [product.section[-1] for product in PRODUCTS if product.trains == "table" and product.section[-1] in self.admin.admin_cfg()]
 
     def eval_files(self):
         """Every results/eval/ file a target of this config reads: figures' BLEU panels, claims, tables."""

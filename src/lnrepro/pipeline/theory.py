@@ -10,9 +10,6 @@ class Theory:
     def __init__(self, config, errors):
         self.config, self.errors = config, errors
 
-    def theory_targets(self):
-        return ["results/figures/theory.pdf"] if self.config.get("theory") else []
-
     def theory_flags(self, wildcards):
         if not self.config.get("theory"):
             self.errors.config_error("the theory checks (results/figures/theory.pdf) need a 'theory' section")
