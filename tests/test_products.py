@@ -11,6 +11,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from lnrepro import paths  # noqa: E402
 from lnrepro.pipeline.products import CLAIM_SOURCES, LAB_SOURCES, PRODUCTS, TRAINED_FIGURES  # noqa: E402
 from workflow_helpers import pipeline_of  # noqa: E402
 
@@ -34,9 +35,12 @@ def test_the_schema_names_the_registrys_claims_sources_and_trained_figures():
 
 
 def rule_outputs():
-    """Every results/ path a rule file spells, as a regex ({wildcard} matches one path segment or more)."""
+    """Every results/ path a rule file writes (lnrepro.paths calls, evaluated), as a regex ({wildcard}
+    matches one path segment or more)."""
     text = "".join(f.read_text() for f in (ROOT / "workflow" / "rules").glob("*.smk"))
-    literals = set(re.findall(r'"(results/[^"]+)"', text))
+    calls = re.findall(r'paths\.\w+\([^()]*\)(?:\s*\+\s*"[^"]*")?', text)
+    literals = {eval(call, {"paths": paths}) for call in calls}  # noqa: S307 (the project's own rule files)
+    assert len(literals) > 60 and not re.findall(r'"results/', text)  # every results/ path spelled by lnrepro.paths
     return [re.compile(re.sub(r"\\\{\w+\\\}", r"[^/]+(?:/[^/]+)*", re.escape(lit)) + "$") for lit in literals]
 
 

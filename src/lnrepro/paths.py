@@ -2,6 +2,8 @@
 the pipeline's inputs and the commands' defaults alike. Called with a wildcard ("{run}") a function
 returns the rule's pattern; with a name, that file. Torch-free (the rule files import it)."""
 RESULTS = "results"
+FIGURES = f"{RESULTS}/figures/"
+TABLES = f"{RESULTS}/tables/"
 
 
 def data_dir(corpus):
@@ -44,11 +46,11 @@ def probe(folder, kind):
 
 
 def figure(stem, suffix=".pdf"):
-    return f"{RESULTS}/figures/{stem}{suffix}"
+    return f"{FIGURES}{stem}{suffix}"
 
 
 def table(stem, suffix=".md"):
-    return f"{RESULTS}/tables/{stem}{suffix}"
+    return f"{TABLES}{stem}{suffix}"
 
 
 def sweep_table(sweep):

@@ -11,12 +11,12 @@ rule gradient_vanishing:
     input:
         unpack(P.admin.vanishing_data),
     output:
-        pdf="results/figures/liu_fig5.pdf",
-        png=report("results/figures/liu_fig5.png", caption="../report/liu.rst", category="Admin"),
-        csv=report("results/figures/liu_fig5.csv", caption="../report/liu.rst", category="Admin"),
-        summary="results/figures/liu_fig5_vanishing.csv",
+        pdf=paths.figure("liu_fig5"),
+        png=report(paths.figure("liu_fig5", ".png"), caption="../report/liu.rst", category="Admin"),
+        csv=report(paths.figure("liu_fig5", ".csv"), caption="../report/liu.rst", category="Admin"),
+        summary=paths.figure("liu_fig5_vanishing", ".csv"),
     params:
-        caption=P.report_caption("admin", "gradients", table="results/figures/liu_fig5_vanishing.csv",
+        caption=P.report_caption("admin", "gradients", table=paths.figure("liu_fig5_vanishing", ".csv"),
                                  got="per norm combination, the first sublayer's gradient norm over the top one's, "
                                      "mean of the seeds, and whether it vanishes"),
         verdicts=P.claims.caption_verdicts("liu_fig5"),  # read when the report renders
@@ -38,12 +38,12 @@ rule output_change:
     input:
         unpack(P.admin.output_change_data),
     output:
-        pdf="results/figures/liu_fig2.pdf",
-        png=report("results/figures/liu_fig2.png", caption="../report/liu.rst", category="Admin"),
-        csv=report("results/figures/liu_fig2.csv", caption="../report/liu.rst", category="Admin"),
-        fits="results/figures/liu_fig2_fits.csv",
+        pdf=paths.figure("liu_fig2"),
+        png=report(paths.figure("liu_fig2", ".png"), caption="../report/liu.rst", category="Admin"),
+        csv=report(paths.figure("liu_fig2", ".csv"), caption="../report/liu.rst", category="Admin"),
+        fits=paths.figure("liu_fig2_fits", ".csv"),
     params:
-        caption=P.report_caption("admin", "output_change", table="results/figures/liu_fig2_fits.csv",
+        caption=P.report_caption("admin", "output_change", table=paths.figure("liu_fig2_fits", ".csv"),
                                  got="per norm and perturbation, the output change fitted against N and ln N: "
                                      "slope, intercept, r"),
         verdicts=P.claims.caption_verdicts("liu_fig2"),  # read when the report renders
@@ -66,10 +66,10 @@ rule output_change:
 # at the same depths, on log-log axes with its fitted exponent.
 use rule output_change as lab_output_change with:
     output:
-        pdf="results/figures/lab_output_change.pdf",
-        png=report("results/figures/lab_output_change.png", caption="../report/lab_output_change.rst", category="Lab"),
-        csv="results/figures/lab_output_change.csv",
-        fits="results/figures/lab_output_change_fits.csv",
+        pdf=paths.figure("lab_output_change"),
+        png=report(paths.figure("lab_output_change", ".png"), caption="../report/lab_output_change.rst", category="Lab"),
+        csv=paths.figure("lab_output_change", ".csv"),
+        fits=paths.figure("lab_output_change_fits", ".csv"),
     params:
         flags=P.admin.lab_output_change_flags,
         scale_note=P.scale_note.flag("output_change"),
@@ -82,12 +82,12 @@ use rule output_change as lab_output_change with:
 
 rule admin_table1:
     input:
-        unpack(P.admin.table_inputs("table1", vanishing="results/figures/liu_fig5_vanishing.csv")),
+        unpack(P.admin.table_inputs("table1", vanishing=paths.figure("liu_fig5_vanishing", ".csv"))),
     output:
-        md="results/tables/admin_table1.md",
-        csv=report("results/tables/admin_table1.csv", caption="../report/liu.rst", category="Admin"),
+        md=paths.table("admin_table1"),
+        csv=report(paths.table("admin_table1", ".csv"), caption="../report/liu.rst", category="Admin"),
     params:
-        caption=P.report_caption("admin", "table1", table="results/tables/admin_table1.csv",
+        caption=P.report_caption("admin", "table1", table=paths.table("admin_table1", ".csv"),
                                  got="per encoder and decoder norm, gradient vanishing at initialization (the "
                                      "decoder's bottom/top ratio) and the run's status, final valid loss and BLEU"),
         verdicts=P.claims.caption_verdicts("liu_table1"),  # read when the report renders
@@ -106,10 +106,10 @@ rule admin_table2:
     input:
         unpack(P.admin.table_inputs("table2")),
     output:
-        md="results/tables/admin_table2.md",
-        csv=report("results/tables/admin_table2.csv", caption="../report/liu.rst", category="Admin"),
+        md=paths.table("admin_table2"),
+        csv=report(paths.table("admin_table2", ".csv"), caption="../report/liu.rst", category="Admin"),
     params:
-        caption=P.report_caption("admin", "table2", table="results/tables/admin_table2.csv",
+        caption=P.report_caption("admin", "table2", table=paths.table("admin_table2", ".csv"),
                                  got="per norm and depth, the run's status, final valid loss (bits) and test BLEU"),
         verdicts=P.claims.caption_verdicts("liu_table2"),  # read when the report renders
         spec=P.admin.table_spec("table2"),
@@ -127,11 +127,11 @@ rule lr_grid:
     input:
         unpack(P.admin.table_inputs("lr_grid")),
     output:
-        pdf="results/figures/liu_fig10.pdf",
-        png=report("results/figures/liu_fig10.png", caption="../report/liu.rst", category="Admin"),
-        csv=report("results/figures/liu_fig10.csv", caption="../report/liu.rst", category="Admin"),
+        pdf=paths.figure("liu_fig10"),
+        png=report(paths.figure("liu_fig10", ".png"), caption="../report/liu.rst", category="Admin"),
+        csv=report(paths.figure("liu_fig10", ".csv"), caption="../report/liu.rst", category="Admin"),
     params:
-        caption=P.report_caption("admin", "lr_grid", table="results/figures/liu_fig10.csv",
+        caption=P.report_caption("admin", "lr_grid", table=paths.figure("liu_fig10", ".csv"),
                                  got="per norm, lr and beta2, the run's status, test BLEU and final valid loss"),
         verdicts=P.claims.caption_verdicts("liu_fig10"),  # read when the report renders
         spec=P.admin.table_spec("lr_grid"),
@@ -152,14 +152,14 @@ rule layer_dependency:
         unpack(P.admin.dependency_inputs),
         checkpoints=P.checkpoint_reads.dependency_checkpoints,
     output:
-        pdf="results/figures/liu_{ldfig}.pdf",
-        png=report("results/figures/liu_{ldfig}.png", caption="../report/liu.rst", category="Admin"),
-        csv=report("results/figures/liu_{ldfig}.csv", caption="../report/liu.rst", category="Admin"),
-        summary="results/figures/liu_{ldfig}_summary.csv",
+        pdf=paths.figure("liu_{ldfig}"),
+        png=report(paths.figure("liu_{ldfig}", ".png"), caption="../report/liu.rst", category="Admin"),
+        csv=report(paths.figure("liu_{ldfig}", ".csv"), caption="../report/liu.rst", category="Admin"),
+        summary=paths.figure("liu_{ldfig}", "_summary.csv"),
     wildcard_constraints:
         ldfig="fig7|fig8",
     params:
-        caption=P.report_caption("admin", "layer_dependency", "{ldfig}", table="results/figures/liu_{ldfig}_summary.csv",
+        caption=P.report_caption("admin", "layer_dependency", "{ldfig}", table=paths.figure("liu_{ldfig}", "_summary.csv"),
                                  got="per run, state and side, the mean share beta of each sublayer's own branch, "
                                      "of the branch below it and of the embeddings"),
         verdicts=P.claims.caption_verdicts("liu_fig7"),  # read when the report renders
@@ -187,10 +187,10 @@ rule update_norms:
         unpack(P.admin.update_norms_inputs),
         checkpoints=P.checkpoint_reads.update_norm_checkpoints,
     output:
-        pdf="results/figures/liu_{unfig}.pdf",
-        png=report("results/figures/liu_{unfig}.png", caption="../report/update_norms.rst", category="Admin"),
-        csv=report("results/figures/liu_{unfig}.csv", caption="../report/update_norms.rst", category="Admin"),
-        summary="results/figures/liu_{unfig}_summary.csv",
+        pdf=paths.figure("liu_{unfig}"),
+        png=report(paths.figure("liu_{unfig}", ".png"), caption="../report/update_norms.rst", category="Admin"),
+        csv=report(paths.figure("liu_{unfig}", ".csv"), caption="../report/update_norms.rst", category="Admin"),
+        summary=paths.figure("liu_{unfig}", "_summary.csv"),
     wildcard_constraints:
         unfig="fig3|fig11",
     params:

@@ -11,7 +11,7 @@ checkpoint pretrain:
     input:
         unpack(P.bert.pretrain_data),
     output:
-        "results/pretrain/{run}/metrics.csv",
+        paths.metrics("{run}", "pretrain"),
     params:
         flags=P.bert.pretrain_flags,
         data_dir=P.bert.pretrain_bin_dir,
@@ -41,8 +41,8 @@ rule finetune:
         unpack(P.bert.finetune_inputs),
         checkpoints=P.checkpoint_reads.finetuned_checkpoint,
     output:
-        runs="results/finetune/{run}/{task}/round{round}.csv",
-        summary="results/finetune/{run}/{task}/round{round}.summary.csv",
+        runs=paths.finetune("{run}", "{task}", "{round}"),
+        summary=paths.finetune("{run}", "{task}", "{round}", ".summary.csv"),
     wildcard_constraints:
         round="[0-9]+",
     params:
@@ -69,9 +69,9 @@ rule plot_fig5:
     input:
         unpack(P.bert.fig5_inputs),
     output:
-        pdf="results/figures/fig5.pdf",
-        png=report("results/figures/fig5.png", caption="../report/fig5.rst", category="Figures"),
-        csv=report("results/figures/fig5.csv", caption="../report/fig5.rst", category="Tables"),
+        pdf=paths.figure("fig5"),
+        png=report(paths.figure("fig5", ".png"), caption="../report/fig5.rst", category="Figures"),
+        csv=report(paths.figure("fig5", ".csv"), caption="../report/fig5.rst", category="Tables"),
     params:
         caption=P.report_caption("bert", "fig5"),  # its config text, shown literally in the report
         verdicts=P.claims.caption_verdicts("fig5"),  # read when the report renders

@@ -8,9 +8,9 @@ rule check_claims:
     input:
         P.claims.claims_inputs,
     output:
-        csv=report("results/claims.csv", caption="../report/claims.rst", category="Claims"),
-        md="results/claims.md",
-        provenance=report("results/claims_provenance.csv", caption="../report/provenance.rst", category="Claims"),
+        csv=report(paths.claims(".csv"), caption="../report/claims.rst", category="Claims"),
+        md=paths.claims(".md"),
+        provenance=report(paths.claims("_provenance.csv"), caption="../report/provenance.rst", category="Claims"),
     params:
         spec=P.claims.claims_spec,
         files=P.claims.claims_pairs,  # --metrics/--bleu RUN=PATH, --tables NAME=CSV: the files of its input
@@ -31,10 +31,10 @@ rule check_lab_claims:
     input:
         P.claims.lab_claims_inputs,
     output:
-        csv=report("results/lab_claims.csv", caption="../report/lab_claims.rst", category="Lab"),
-        md="results/lab_claims.md",
-        matrix=report("results/lab_claims_matrix.csv", caption="../report/lab_claims_matrix.rst", category="Lab"),
-        provenance="results/lab_claims_provenance.csv",
+        csv=report(paths.claims(".csv", lab=True), caption="../report/lab_claims.rst", category="Lab"),
+        md=paths.claims(".md", lab=True),
+        matrix=report(paths.claims("_matrix.csv", lab=True), caption="../report/lab_claims_matrix.rst", category="Lab"),
+        provenance=paths.claims("_provenance.csv", lab=True),
     params:
         spec=P.claims.lab_claims_spec,
         files=P.claims.lab_claims_pairs,  # --metrics/--bleu RUN=PATH, --tables NAME=CSV: the files of its input

@@ -5,6 +5,7 @@
 import os
 import sys
 
+from lnrepro import paths  # every results/ path (the rules' outputs too)
 from lnrepro.pipeline import Pipeline
 from lnrepro.settings import ADMIN_PROFILE_METHOD  # a param of the jobs that profile Admin models
 from lnrepro.settings import SEPARATE_DICTS  # the per-side dictionaries' file names (data.smk's binarize_separate)

@@ -7,7 +7,7 @@ rule evaluate:
     input:
         unpack(P.evaluate.eval_inputs),
     output:
-        "results/eval/{run}/bleu.csv",
+        paths.bleu("{run}"),
     params:
         flags=P.evaluate.decode_flags,
         data_dir=P.runs.run_bin_dir,
@@ -35,7 +35,7 @@ rule evaluate_averaged:
         unpack(P.evaluate.eval_inputs),
         checkpoints=P.checkpoint_reads.last_checkpoints,
     output:
-        "results/eval/{run}/bleu_avg{n}.csv",
+        paths.bleu("{run}", "{n}"),
     wildcard_constraints:
         n="[0-9]+",
     params:

@@ -6,10 +6,10 @@ rule plot_figure:
     input:
         unpack(P.figures.figure_inputs),
     output:
-        pdf="results/figures/{fig}.pdf",
-        png=report("results/figures/{fig}.png", caption="../report/figure.rst", category="Figures"),
-        csv=report("results/figures/{fig}.csv", caption="../report/table.rst", category="Tables"),
-        summary="results/figures/{fig}_final.csv",
+        pdf=paths.figure("{fig}"),
+        png=report(paths.figure("{fig}", ".png"), caption="../report/figure.rst", category="Figures"),
+        csv=report(paths.figure("{fig}", ".csv"), caption="../report/table.rst", category="Tables"),
+        summary=paths.figure("{fig}", "_final.csv"),
     params:
         caption=P.report_caption("figures", "{fig}"),  # its config text, shown literally in the report
         verdicts=P.claims.caption_verdicts("{fig}"),  # read when the report renders

@@ -7,9 +7,9 @@
 
 rule plan:
     output:
-        md="results/plan.md",
-        csv="results/plan.csv",
-        jobs="results/plan_jobs.csv",
+        md=paths.plan(".md"),
+        csv=paths.plan(".csv"),
+        jobs=paths.plan("_jobs.csv"),
     params:
         spec=P.plan.plan_spec,
     conda:

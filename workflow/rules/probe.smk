@@ -7,8 +7,8 @@ rule probe_gradients:
     input:
         unpack(P.probe.probe_data),
     output:
-        grads="results/probe/init/{norm}_{layers}L/grads.csv",
-        concentration="results/probe/init/{norm}_{layers}L/concentration.csv",
+        grads=paths.probe("init/{norm}_{layers}L", "grads"),
+        concentration=paths.probe("init/{norm}_{layers}L", "concentration"),
     wildcard_constraints:
         norm="post|pre",
         layers="[0-9]+",
@@ -33,8 +33,8 @@ rule probe_after_warmup:
         unpack(P.probe.warmup_probe_inputs),
         checkpoints=P.checkpoint_reads.probed_checkpoint,
     output:
-        grads="results/probe/after_warmup/{run}/grads.csv",
-        concentration="results/probe/after_warmup/{run}/concentration.csv",
+        grads=paths.probe("after_warmup/{run}", "grads"),
+        concentration=paths.probe("after_warmup/{run}", "concentration"),
     params:
         flags=P.probe.warmup_probe_flags,
         data_dir=P.probe.probe_bin_dir,
@@ -55,10 +55,10 @@ rule plot_gradient_norms:
     input:
         unpack(P.probe.gradient_figure_inputs),
     output:
-        pdf="results/figures/fig3.pdf",
-        png=report("results/figures/fig3.png", caption="../report/fig3.rst", category="Figures"),
-        csv=report("results/figures/fig3.csv", caption="../report/table.rst", category="Tables"),
-        summary="results/figures/fig3_summary.csv",
+        pdf=paths.figure("fig3"),
+        png=report(paths.figure("fig3", ".png"), caption="../report/fig3.rst", category="Figures"),
+        csv=report(paths.figure("fig3", ".csv"), caption="../report/table.rst", category="Tables"),
+        summary=paths.figure("fig3_summary", ".csv"),
     params:
         caption=P.report_caption("gradient_probe"),  # its config text, shown literally in the report
         verdicts=P.claims.caption_verdicts("fig3", "§3.4"),  # read when the report renders

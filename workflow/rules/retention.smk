@@ -12,7 +12,7 @@ rule retain_checkpoints:
     input:
         unpack(P.retention.retain_inputs),
     output:
-        "results/{stage}/{run}/retained.json",
+        paths.retained("{run}", "{stage}"),
     wildcard_constraints:
         stage="train|pretrain",
     params:

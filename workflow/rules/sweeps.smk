@@ -10,7 +10,7 @@ rule sweep_table:
     input:
         P.sweeps.sweep_metrics_files,
     output:
-        csv="results/sweeps/{sweep}.csv",
+        csv=paths.sweep_table("{sweep}"),
     params:
         spec=P.sweeps.sweep_spec,
         metrics=P.sweeps.sweep_metrics_pairs,
@@ -26,11 +26,11 @@ rule sweep_table:
 # by the share of seeds that failed.
 rule sweep_phase:
     input:
-        table="results/sweeps/{sweep}.csv",
+        table=paths.sweep_table("{sweep}"),
     output:
-        pdf="results/figures/{sweep}_phase.pdf",
-        png=report("results/figures/{sweep}_phase.png", caption="../report/sweep_phase.rst", category="Lab"),
-        csv="results/figures/{sweep}_phase.csv",
+        pdf=paths.figure("{sweep}_phase"),
+        png=report(paths.figure("{sweep}_phase", ".png"), caption="../report/sweep_phase.rst", category="Lab"),
+        csv=paths.figure("{sweep}_phase", ".csv"),
     params:
         spec=P.sweeps.sweep_phase_spec,
         scale_note=P.scale_note.flag("sweep"),
@@ -48,11 +48,11 @@ rule sweep_phase:
 # depth, per scheme; (d) for an lr sweep, the mean excess loss over its lr grid per scheme and depth.
 rule sweep_thresholds:
     input:
-        cells="results/figures/{sweep}_phase.csv",
+        cells=paths.figure("{sweep}_phase", ".csv"),
     output:
-        pdf="results/figures/{sweep}_thresholds.pdf",
-        png=report("results/figures/{sweep}_thresholds.png", caption="../report/sweep_thresholds.rst", category="Lab"),
-        csv="results/figures/{sweep}_thresholds.csv",
+        pdf=paths.figure("{sweep}_thresholds"),
+        png=report(paths.figure("{sweep}_thresholds", ".png"), caption="../report/sweep_thresholds.rst", category="Lab"),
+        csv=paths.figure("{sweep}_thresholds", ".csv"),
     params:
         command="sweep-thresholds",
         spec=P.sweeps.sweep_thresholds_spec,
@@ -69,9 +69,9 @@ rule sweep_thresholds:
 
 use rule sweep_thresholds as sweep_lr_sensitivity with:
     output:
-        pdf="results/figures/{sweep}_sensitivity.pdf",
-        png=report("results/figures/{sweep}_sensitivity.png", caption="../report/sweep_lr_sensitivity.rst", category="Lab"),
-        csv="results/figures/{sweep}_sensitivity.csv",
+        pdf=paths.figure("{sweep}_sensitivity"),
+        png=report(paths.figure("{sweep}_sensitivity", ".png"), caption="../report/sweep_lr_sensitivity.rst", category="Lab"),
+        csv=paths.figure("{sweep}_sensitivity", ".csv"),
     params:
         command="sweep-lr-sensitivity",
         spec=P.sweeps.sweep_lr_sensitivity_spec,

@@ -4,10 +4,10 @@
 
 rule check_theory:
     output:
-        pdf="results/figures/theory.pdf",
-        png=report("results/figures/theory.png", caption="../report/theory.rst", category="Figures"),
-        csv=report("results/figures/theory.csv", caption="../report/table.rst", category="Tables"),
-        checks=report("results/figures/theory_checks.csv", caption="../report/table.rst", category="Tables"),
+        pdf=paths.figure("theory"),
+        png=report(paths.figure("theory", ".png"), caption="../report/theory.rst", category="Figures"),
+        csv=report(paths.figure("theory", ".csv"), caption="../report/table.rst", category="Tables"),
+        checks=report(paths.figure("theory_checks", ".csv"), caption="../report/table.rst", category="Tables"),
     params:
         caption=P.report_caption("theory"),  # its config text, shown literally in the report
         verdicts=P.claims.caption_verdicts("§3.3"),  # read when the report renders

@@ -11,7 +11,7 @@ checkpoint train:
     input:
         unpack(P.train.train_data),
     output:
-        "results/train/{run}/metrics.csv",
+        paths.metrics("{run}"),
     params:
         flags=P.train.train_flags,
         data_dir=P.runs.run_bin_dir,
@@ -40,7 +40,7 @@ rule admin_profile:
     input:
         unpack(P.train.run_data),
     output:
-        "results/admin/{run}/omega.json",
+        paths.omega("{run}"),
     params:
         flags=P.train.model_flags,
         data_dir=P.runs.run_bin_dir,

@@ -9,6 +9,7 @@ import os
 import sys
 import textwrap
 
+from lnrepro import paths
 from lnrepro.pipeline.admin import Admin
 from lnrepro.pipeline.bert import Bert
 from lnrepro.pipeline.bert_data import BertData
@@ -149,7 +150,7 @@ class Pipeline:
             if (target in rule_names or os.path.exists(path) or any(r.is_producer(path) for r in self.workflow.rules)
                     or not (path.startswith(f"results{os.sep}") or os.sep not in path)):
                 continue
-            made = sorted(t for t in self.default_targets() if t.startswith(("results/figures/", "results/tables/"))
+            made = sorted(t for t in self.default_targets() if t.startswith((paths.FIGURES, paths.TABLES))
                           and t.endswith((".pdf", ".md")))
             named = [t for t in made if os.path.splitext(os.path.basename(t))[0] == target]
             if os.sep not in path:

@@ -1,6 +1,7 @@
 """What admin.smk's rules ask of the config (parse time; no torch)."""
 import shlex
 
+from lnrepro import paths
 from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
 from lnrepro.pipeline.products import of_section
 from lnrepro.pipeline.spec_argument import spec_argument
@@ -163,7 +164,7 @@ class Admin:
         """The lab's Fig 2: the paper's three schemes and admin.output_change.lab_norms, power-law fits."""
         section = self.admin_cfg("output_change")
         if not section.get("lab_norms"):
-            self.errors.config_error("results/figures/lab_output_change.pdf needs admin.output_change.lab_norms (the schemes it adds)")
+            self.errors.config_error(f"{paths.figure('lab_output_change')} needs admin.output_change.lab_norms (the schemes it adds)")
         title = f"The lab: output change vs depth at initialization, every scheme ({section['title']})"
         norms = [*OUTPUT_CHANGE_NORMS, *section["lab_norms"]]
         return f"{self.output_change_flags(wildcards, title)} --norms {' '.join(norms)} --fit power"
@@ -175,14 +176,13 @@ class Admin:
         return table.get(run, table.get(self.runs.run_corpus(run), 0))
 
     def table_bleu_file(self, run):
-        n = self.averaged_checkpoints(run)
-        return f"results/eval/{run}/bleu_avg{n}.csv" if n else f"results/eval/{run}/bleu.csv"
+        return paths.bleu(run, self.averaged_checkpoints(run))
 
     def table_files(self, section):
         """{flag: {run: path}} a table or the lr grid reads (admin_table1, admin_table2, lr_grid): each run's
         metrics and (averaged) BLEU. Its input and its command's pairs, both."""
         runs = self.table_runs(section)
-        return {"metrics": {run: f"results/train/{run}/metrics.csv" for run in runs},
+        return {"metrics": {run: paths.metrics(run) for run in runs},
                 "bleu": {run: self.table_bleu_file(run) for run in runs}}
 
     # The table rules' input functions, params and spec, one factory each: P.admin.table_inputs("table2")
@@ -208,7 +208,7 @@ class Admin:
     def figure_cfg(self, section, fig):
         figures = self.admin_cfg().get(section, {})
         if fig not in figures:
-            self.errors.config_error(f"results/figures/liu_{fig}.pdf needs admin.{section}.{fig}")
+            self.errors.config_error(f"{paths.figure(f'liu_{fig}')} needs admin.{section}.{fig}")
         return figures[fig]
 
     def figure_run(self, section, fig):
@@ -224,7 +224,7 @@ class Admin:
     def figure_metrics(self, section, fig):
         """{"metrics": {run: path}} a trained-run probe reads (layer_dependency, update_norms): each run's
         metrics.csv, through which it reads the checkpoints. Its input and its command's pairs, both."""
-        return {"metrics": {run: f"results/train/{run}/metrics.csv" for run in self.figure_cfg(section, fig)["runs"]}}
+        return {"metrics": {run: paths.metrics(run) for run in self.figure_cfg(section, fig)["runs"]}}
 
     def dependency_inputs(self, wildcards):
         files = self.runs.run_bin_files(self.figure_run("layer_dependency", wildcards.ldfig))

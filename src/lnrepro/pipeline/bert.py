@@ -1,5 +1,6 @@
 """What bert.smk's rules ask of the config (parse time; no torch)."""
 
+from lnrepro import paths
 from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import BERT_RUN_ONLY_KEYS, PRETRAIN_DEFAULTS, finetune_summary_key, launched_trainer_flags
@@ -51,7 +52,7 @@ class Bert:
 
     # ---- pre-training ----
     def pretrain_bin_dir(self, wildcards):
-        return f"results/data/bert/{self.runs.bert_run_settings(wildcards.run)['corpus']}/bin"
+        return f"{paths.data_dir('bert')}/{self.runs.bert_run_settings(wildcards.run)['corpus']}/bin"
 
     def pretrain_data(self, wildcards):
         d = self.pretrain_bin_dir(wildcards)
@@ -73,8 +74,8 @@ class Bert:
 
     # ---- fine-tuning: one job per run, task and round; its checkpoint is the round's ----
     def finetune_inputs(self, wildcards):
-        glue_bin = f"results/data/glue/{wildcards.task}/bin"
-        return {"metrics": f"results/pretrain/{wildcards.run}/metrics.csv", "train": f"{glue_bin}/train.pt",
+        glue_bin = f"{paths.data_dir('glue')}/{wildcards.task}/bin"
+        return {"metrics": paths.metrics(wildcards.run, "pretrain"), "train": f"{glue_bin}/train.pt",
                 "dev": f"{glue_bin}/dev.pt"}
 
     def finetune_flags(self, wildcards):
@@ -97,8 +98,8 @@ class Bert:
         """{flag: {key: path}} plot_fig5 reads: each run's pre-training metrics, by run, and the summary of
         each fine-tuned round, by RUN:TASK:ROUND. Its input and its command's pairs, both."""
         fig = self.runs.bert_section()["fig5"]
-        return {"metrics": {run: f"results/pretrain/{run}/metrics.csv" for run in fig["runs"]},
-                "summaries": {finetune_summary_key(run, task, r): f"results/finetune/{run}/{task}/round{r}.summary.csv"
+        return {"metrics": {run: paths.metrics(run, "pretrain") for run in fig["runs"]},
+                "summaries": {finetune_summary_key(run, task, r): paths.finetune(run, task, r, ".summary.csv")
                               for run in self.finetuned_runs() for task in fig["tasks"] for r in self.finetuned_rounds(run)}}
 
     def fig5_summaries(self):

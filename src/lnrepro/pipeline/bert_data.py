@@ -1,6 +1,7 @@
 """What bert_data.smk's rules ask of the config (parse time; no torch)."""
 import os
 import shlex
+from lnrepro import paths
 from lnrepro.pipeline.wildcards import names_regex
 
 
@@ -23,7 +24,7 @@ class BertData:
         """Cross-references the schema cannot express; fails before any job runs."""
         for name in self.RESERVED_CORPUS_NAMES:
             if name in self.config["corpora"]:
-                self.errors.config_error(f"corpora.{name}: the name is reserved (results/data/{name}/ holds BERT data)")
+                self.errors.config_error(f"corpora.{name}: the name is reserved ({paths.data_dir(name)}/ holds BERT data)")
         for name, c in self.bert_corpora().items():
             if c["source"] == "generated" and "generator" not in c:
                 self.errors.config_error(f"bert_corpora.{name}: source 'generated' needs a 'generator' entry")
@@ -80,7 +81,7 @@ class BertData:
 
     def bert_document_files(self, wildcards):
         """The docs text files of the corpus, in the order their documents are concatenated."""
-        c, d = self.bert_cfg(wildcards), f"results/data/bert/{wildcards.bcorpus}"
+        c, d = self.bert_cfg(wildcards), f"{paths.data_dir('bert')}/{wildcards.bcorpus}"
         if c["source"] == "generated":
             return [f"{d}/generated/docs.txt"]
         return [f"{d}/docs/{part}.txt" for part, key in (("wikipedia", "wikipedia"), ("books", "books_dir")) if c.get(key)]
@@ -91,7 +92,7 @@ class BertData:
 
     def bert_bpe_dir(self, bcorpus):
         """Keyed by its merges, as a translation corpus's bpe<N>/."""
-        return f"results/data/bert/{bcorpus}/bpe{self.bert_corpora()[bcorpus]['bpe_merges']}"
+        return f"{paths.data_dir('bert')}/{bcorpus}/bpe{self.bert_corpora()[bcorpus]['bpe_merges']}"
 
     def bert_bpe_files(self, wildcards):
         d = self.bert_bpe_dir(wildcards.bcorpus)
@@ -112,7 +113,7 @@ class BertData:
         """Where the task's GLUE-format train.tsv/dev.tsv are (source generated or glue)."""
         g = self.glue_cfg(wildcards)
         if g["source"] == "generated":
-            return f"results/data/glue/{wildcards.glue_task}/generated"
+            return f"{paths.data_dir('glue')}/{wildcards.glue_task}/generated"
         if "archive" in g:
             return f"resources/extracted/{self.download.archive_stem(self.download.archive_name(g['archive']))}"
         return g["dir"]
@@ -133,4 +134,4 @@ class BertData:
         return f"{self.bert_bpe_dir(self.glue_cfg(wildcards)['bert_corpus'])}/codes"
 
     def glue_dict(self, wildcards):
-        return f"results/data/bert/{self.glue_cfg(wildcards)['bert_corpus']}/bin/dict.txt"
+        return f"{paths.data_dir('bert')}/{self.glue_cfg(wildcards)['bert_corpus']}/bin/dict.txt"

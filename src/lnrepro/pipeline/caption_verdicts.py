@@ -6,8 +6,10 @@ caption. The object is a job's param all the same: Snakemake serialises only bui
 for its params rerun trigger, so this one never makes the figure run again."""
 import os
 
-CLAIMS_CSV = "results/claims.csv"
-LAB_CLAIMS_CSV = "results/lab_claims.csv"  # the stability lab's claims, judged apart
+from lnrepro import paths
+
+CLAIMS_CSV = paths.claims(".csv")
+LAB_CLAIMS_CSV = paths.claims(".csv", lab=True)  # the stability lab's claims, judged apart
 
 
 class CaptionVerdicts:

@@ -5,6 +5,7 @@ import os
 import jsonschema
 import yaml
 
+from lnrepro import paths
 from lnrepro.pipeline.caption_verdicts import CLAIMS_CSV, LAB_CLAIMS_CSV, CaptionVerdicts
 from lnrepro.pipeline.config_text import duplicate_key_error
 from lnrepro.pipeline.products import CLAIM_SOURCES, LAB_SOURCES
@@ -160,9 +161,9 @@ class Claims:
                 if spec["kind"] == "table":
                     files["tables"][spec["source"]] = CLAIM_SOURCES[spec["source"]][1]
                 for run in self.claim_runs(spec):
-                    files["metrics"][run] = f"results/{'pretrain' if run in self.runs.bert_runs() else 'train'}/{run}/metrics.csv"
+                    files["metrics"][run] = paths.metrics(run, "pretrain" if run in self.runs.bert_runs() else "train")
                     if spec.get("metric") == "bleu":
-                        files["bleu"][run] = f"results/eval/{run}/bleu.csv"
+                        files["bleu"][run] = paths.bleu(run)
         return {flag: dict(sorted(pairs.items())) for flag, pairs in files.items()}
 
     def claims_inputs(self, wildcards, lab=False):

@@ -1,4 +1,5 @@
 """What evaluate.smk's rules ask of the config (parse time; no torch)."""
+from lnrepro import paths
 from lnrepro.settings import DECODE_DEFAULTS, cli_flags
 
 
@@ -26,7 +27,7 @@ class Evaluate:
         split = self.decode_settings(corpus)["split"]
         files = self.runs.run_bin_files(wildcards.run)
         inputs = {
-            "metrics": f"results/train/{wildcards.run}/metrics.csv",
+            "metrics": paths.metrics(wildcards.run),
             "dict": files["dict"],
             "data": files[split],
             "reference": f"{self.runs.data_dir(corpus)}/text/{split}.tgt",

@@ -1,5 +1,6 @@
 """What figures.smk's rules ask of the config (parse time; no torch)."""
 
+from lnrepro import paths
 from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
 from lnrepro.pipeline.spec_argument import spec_argument
 
@@ -16,8 +17,8 @@ class Figures:
         for the runs a BLEU panel draws. Its input and its command's pairs, both."""
         panels = self.config["figures"][fig]["panels"]
         decoded = sorted({run for panel in panels if panel["metric"] == "bleu" for run in panel["runs"]})
-        return {"metrics": {run: f"results/train/{run}/metrics.csv" for run in self.figure_runs(fig)},
-                "bleu": {run: f"results/eval/{run}/bleu.csv" for run in decoded}}
+        return {"metrics": {run: paths.metrics(run) for run in self.figure_runs(fig)},
+                "bleu": {run: paths.bleu(run) for run in decoded}}
 
     def figure_inputs(self, wildcards):
         return input_lists(self.figure_files(wildcards.fig))

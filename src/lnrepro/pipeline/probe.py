@@ -2,6 +2,7 @@
 
 from snakemake.io import expand
 
+from lnrepro import paths
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import PROBE_KEYS, TRAIN_DEFAULTS, WARMUP_PROBE_KEYS, cli_flags, picked_flags
 
@@ -29,7 +30,7 @@ class Probe:
     def probe_cfg(self):
         self.sections.checked("probe")
         if not self.config.get("gradient_probe"):
-            self.errors.config_error("Fig 3 (results/figures/fig3.pdf, results/probe/) needs a 'gradient_probe' section")
+            self.errors.config_error(f"Fig 3 ({paths.figure('fig3')}, {paths.RESULTS}/probe/) needs a 'gradient_probe' section")
         return self.config["gradient_probe"]
 
     def probe_settings(self):
@@ -61,7 +62,7 @@ class Probe:
         return f"{self.probe_common_flags()} {picked_flags(s, PROBE_KEYS)}"
 
     def warmup_probe_inputs(self, wildcards):
-        return {**self.probe_data(wildcards), "metrics": f"results/train/{wildcards.run}/metrics.csv"}
+        return {**self.probe_data(wildcards), "metrics": paths.metrics(wildcards.run)}
 
     def warmup_probe_flags(self, wildcards):
         """After warm-up: the checkpoint of the first epoch past the run's T_warmup updates."""
@@ -70,8 +71,8 @@ class Probe:
         return f"{self.probe_common_flags()} {cli_flags({**batches, 'after_updates': self.probed_warmup(wildcards.run)})}"
 
     def probe_files(self, kind):
-        init = expand("results/probe/init/{norm}_{layers}L/{kind}.csv", norm=["post", "pre"], layers=self.probe_layers(), kind=kind)
-        return [*init, f"results/probe/after_warmup/{self.probe_cfg()['run']}/{kind}.csv"]
+        init = expand(paths.probe("init/{norm}_{layers}L", "{kind}"), norm=["post", "pre"], layers=self.probe_layers(), kind=kind)
+        return [*init, paths.probe(f"after_warmup/{self.probe_cfg()['run']}", kind)]
 
     def gradient_figure_inputs(self, wildcards):
         return {"grads": self.probe_files("grads"), "concentration": self.probe_files("concentration")}

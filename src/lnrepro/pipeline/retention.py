@@ -5,6 +5,7 @@ import os
 import pathlib
 import types
 
+from lnrepro import paths
 from lnrepro.pipeline.products import PRODUCTS
 
 
@@ -30,7 +31,7 @@ class Retention:
         return pathlib.PurePosixPath(path).parts[2]
 
     def trained_dir(self, run):
-        return f"results/{'pretrain' if run in self.runs.bert_runs() else 'train'}/{run}"
+        return paths.run_dir(run, "pretrain" if run in self.runs.bert_runs() else "train")
 
     def claim_files(self):
         """What the claims table reads (its runs' metrics and BLEU), where this config has one."""
@@ -80,12 +81,12 @@ class Retention:
             readers[run][1]["after_updates"] = self.probe.probed_warmup(run)
         for fig, runs in self.admin_figure_runs("layer_dependency").items():
             for run in runs:
-                readers[run][0].append(f"results/figures/liu_{fig}.pdf")
+                readers[run][0].append(paths.figure(f"liu_{fig}"))
                 readers[run][1]["last"] = True
         for fig, runs in self.admin_figure_runs("update_norms").items():
             firsts = self.checkpoint_reads.drawn_pairs(self.admin.figure_cfg("update_norms", fig))
             for run in runs:
-                readers[run][0].append(f"results/figures/liu_{fig}.pdf")
+                readers[run][0].append(paths.figure(f"liu_{fig}"))
                 readers[run][1]["update_pairs"] = self.merged_pairs(readers[run][1].get("update_pairs", []), firsts)
         if self.runs.bert_section().get("fig5") and "finetune" in self.runs.bert_section():
             for f in self.bert.fig5_summaries():  # results/finetune/{run}/{task}/round{r}.summary.csv

@@ -1,6 +1,7 @@
 """What a run trains with and on: its settings (the config's levels merged), its corpus's paths,
 its dictionaries, its cap and log flags."""
 
+from lnrepro import paths
 from lnrepro.settings import (JOINED_DICT, JOINED_DICTIONARY_DEFAULT, LOG_KEYS, LAUNCH_DEFAULTS, RUN_VALUE_DEFAULTS,
                                SEPARATE_DICTS, cli_flags, merged_run_settings)
 
@@ -79,7 +80,7 @@ class Runs:
 
     # ---- paths -----------------------------------------------------------------------------------
     def data_dir(self, corpus):
-        return f"results/data/{corpus}"
+        return paths.data_dir(corpus)
 
     def bpe_dir(self, corpus):
         """Keyed by its merges: a new merge count is a new directory, nothing is overwritten."""

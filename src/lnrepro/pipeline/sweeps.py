@@ -19,6 +19,7 @@ import re
 
 import jsonschema
 
+from lnrepro import paths
 from lnrepro.pipeline.run_pairs import quoted_pairs
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import SAFER_SIDE, TRAIN_DEFAULTS, lr_text, merged_run_settings
@@ -133,7 +134,7 @@ class Sweeps:
     # ---- the sweep's table (workflow/rules/sweeps.smk): one target per sweep, every cell's status ----
     def sweep_metrics(self, sweep):
         """{run: its metrics.csv} of every cell."""
-        return {run: f"results/train/{run}/metrics.csv" for run in self.sweep_runs(sweep)}
+        return {run: paths.metrics(run) for run in self.sweep_runs(sweep)}
 
     def sweep_metrics_files(self, wildcards):
         return list(self.sweep_metrics(wildcards.sweep).values())

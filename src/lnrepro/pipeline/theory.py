@@ -1,6 +1,7 @@
 """What theory.smk's rules ask of the config (parse time; no torch)."""
 import shlex
 
+from lnrepro import paths
 from lnrepro.settings import cli_flags
 
 
@@ -12,7 +13,7 @@ class Theory:
 
     def theory_flags(self, wildcards):
         if not self.config.get("theory"):
-            self.errors.config_error("the theory checks (results/figures/theory.pdf) need a 'theory' section")
+            self.errors.config_error(f"the theory checks ({paths.figure('theory')}) need a 'theory' section")
         t = self.config["theory"]
         flags = cli_flags({k: t[k] for k in self.THEORY_KEYS if k in t})
         depths = " ".join(str(int(L)) for L in t["depths"])

@@ -1,4 +1,5 @@
 """What train.smk's rules ask of the config (parse time; no torch)."""
+from lnrepro import paths
 from lnrepro.settings import STEP_SCHEDULES, launched_trainer_flags, trainer_flags
 
 
@@ -15,7 +16,7 @@ class Train:
         return "admin" in (s.get("enc_norm"), s.get("dec_norm"))
 
     def omega_file(self, run):
-        return f"results/admin/{run}/omega.json"
+        return paths.omega(run)
 
     def train_flags(self, wildcards):
         """Only this run's settings reach its training job, so an edit reruns only this run."""
