@@ -282,20 +282,6 @@ def demo(tmp_path_factory):
     return workdir
 
 
-def final(workdir, run, column, until=None):
-    """The run's last value, or its last up to epoch `until` (to compare it with a shorter run)."""
-    if column == "bleu":
-        table = pd.read_csv(workdir / "results" / "eval" / run / "bleu.csv")
-    else:
-        table = pd.read_csv(workdir / "results" / "train" / run / "metrics.csv")
-    if until is not None:
-        table = table[table.epoch <= until]
-    return table[column].dropna().iloc[-1]
-
-
-SHORT_RUN_EPOCHS = 8  # the demo's Xiong runs but its headline pair (20 epochs): compared at 8
-
-
 @pytest.mark.slow
 def test_demo_terminal_follows_every_training_without_flooding(demo):
     """Each training's last line (epoch M/M done) reaches the terminal; a job shows at most one line
@@ -373,40 +359,9 @@ def test_demo_figures_embed_truetype_fonts_and_have_their_png(demo):
 
 
 @pytest.mark.slow
-def test_demo_shows_post_ln_needs_warmup(demo):
-    """Xiong et al. Fig 2(a): without warm-up, Post-LN ends clearly worse, at both learning rates."""
-    for lr in ("5e-4", "1e-3"):
-        no_warm, warm = f"adam_{lr}_nowarm", f"adam_{lr}_warm4000"
-        at = {"until": SHORT_RUN_EPOCHS}
-        assert final(demo, no_warm, "valid_loss") - final(demo, warm, "valid_loss", **at) >= 1.5
-        bleu_warm, bleu_no_warm = final(demo, warm, "bleu", **at), final(demo, no_warm, "bleu")
-        assert bleu_warm - bleu_no_warm >= 2 and bleu_warm >= 3 * bleu_no_warm, (lr, bleu_no_warm, bleu_warm)
-
-
-@pytest.mark.slow
-def test_demo_shows_pre_ln_without_warmup_matches_post_ln_sooner(demo):
-    """Xiong et al. Fig 4(a,b): Post-LN with warm-up converges to where Pre-LN without it gets, and
-    Pre-LN gets to Post-LN's 15th-epoch validation loss by its 10th epoch (the paper: its 9th)."""
-    post = pd.read_csv(demo / "results" / "train" / "adam_5e-4_warm4000" / "metrics.csv")
-    pre = pd.read_csv(demo / "results" / "train" / "preln_5e-4_nowarm" / "metrics.csv")
-    assert len(post) == len(pre) == 20
-    assert abs(post.valid_loss.iloc[-1] - pre.valid_loss.iloc[-1]) <= 0.15  # 1.0 bits apart at epoch 8
-    reached = pre.epoch[pre.valid_loss <= post.valid_loss[post.epoch == 15].iloc[0]].min()
-    assert reached <= 10, reached
-
-
-@pytest.mark.slow
-def test_demo_shows_sgd_below_adam(demo):
-    sgd = [r for r in demo_config()["runs"] if r.startswith("sgd_")]
-    adam = {m: final(demo, "adam_5e-4_warm4000", m, until=SHORT_RUN_EPOCHS) for m in ("bleu", "valid_loss")}
-    assert adam["bleu"] - max(final(demo, r, "bleu") for r in sgd) >= 5
-    assert min(final(demo, r, "valid_loss") for r in sgd) - adam["valid_loss"] >= 2
-
-
-@pytest.mark.slow
-def test_demo_fig5_pre_ln_bert_reaches_post_ln_loss_sooner(demo):
-    """Xiong et al. Fig 5(a): Pre-LN BERT without warm-up reaches Post-LN's final validation loss
-    in fewer updates; (b, c): every fine-tuned checkpoint has an accuracy with its interval."""
+def test_demo_fig5_pretrains_and_fine_tunes_every_checkpoint(demo):
+    """Xiong et al. Fig 5: both BERT runs pre-train without diverging, every fine-tuned checkpoint has an
+    accuracy with its interval (the speed-up is claim bert_preln_faster's)."""
     cfg = demo_config()["bert"]
     results = demo / "results"
     assert (results / "figures" / "fig5.pdf").read_bytes()[:5] == b"%PDF-"
@@ -415,8 +370,6 @@ def test_demo_fig5_pre_ln_bert_reaches_post_ln_loss_sooner(demo):
     rounds = cfg["pretrain_defaults"]["max_updates"] // cfg["pretrain_defaults"]["valid_interval"]
     assert len(post) == len(pre) == rounds and post.diverged.sum() == pre.diverged.sum() == 0
     assert post.valid_loss.iloc[-1] < post.valid_loss.iloc[0]  # Post-LN trains, only slower
-    reached = pre.updates[pre.valid_loss <= post.valid_loss.iloc[-1]].min()
-    assert reached <= 0.75 * post.updates.iloc[-1], (reached, post.valid_loss.iloc[-1])
     table = pd.read_csv(results / "figures" / "fig5.csv")
     assert set(table.panel) == {"valid_loss", "mrpc", "rte"}
     tuned = table[table.panel != "valid_loss"]
@@ -493,8 +446,8 @@ def test_a_missing_checkpoint_a_step_reads_is_a_planning_error(demo):
 
 # ---- Fig 3, theory checks, claims table, report (issue 5) ---------------------------------------
 @pytest.mark.slow
-def test_demo_fig3_shows_the_papers_gradient_trends(demo):
-    """Xiong et al. Fig 3 on the demo: every panel, ten seeds, and the trends the paper reports."""
+def test_demo_fig3_draws_every_panel_and_seed(demo):
+    """Xiong et al. Fig 3 on the demo: every panel and seed (its trends are the fig3_* claims')."""
     probe = demo_config()["gradient_probe"]
     assert (demo / "results" / "figures" / "fig3.pdf").read_bytes()[:5] == b"%PDF-"
     table = pd.read_csv(demo / "results" / "figures" / "fig3.csv")
@@ -504,21 +457,13 @@ def test_demo_fig3_shows_the_papers_gradient_trends(demo):
     post = cd[cd.norm == "post"].set_index("x")["mean"]
     pre = cd[cd.norm == "pre"].set_index("x")["mean"]
     assert list(post.index) == probe["depths"] == list(pre.index)
-    assert post.max() / post.min() < 1.25  # Post-LN: last-layer gradient independent of depth
-    assert pre[14] < pre[6] < post[6]  # Pre-LN: smaller, and decreasing with depth
-    w2 = ab[ab.matrix == "W2"]
-    after = w2[w2.state == "after_warmup"]["mean"].mean()
-    assert after < 0.5 * w2[(w2.state == "init") & (w2.norm == "post")]["mean"].mean()
 
 
 @pytest.mark.slow
-def test_demo_theory_checks_match_the_lemmas(demo):
+def test_demo_theory_checks_match_lemma3(demo):
+    """Lemma 3 (no claim states it); Lemma 2 and Theorem 1 are claims (lemma2_*, theorem1_*)."""
     checks = pd.read_csv(demo / "results" / "figures" / "theory_checks.csv").set_index(["check", "quantity"]).measured
-    assert checks["lemma2_post", "mean_sq_norm_over_d"] == pytest.approx(1.5, abs=0.05)
-    assert checks["lemma2_pre", "fraction_within_bounds"] == 1.0
     assert checks["lemma3", "max_abs_ratio_error"] < 0.01
-    assert abs(checks["theorem1_post", "fitted_exponent"]) < 0.1
-    assert checks["theorem1_pre", "fitted_exponent"] == pytest.approx(-0.5, abs=0.1)
     assert (demo / "results" / "figures" / "theory.pdf").read_bytes()[:5] == b"%PDF-"
 
 
@@ -664,89 +609,65 @@ def test_demo_report_previews_every_figure_in_headless_chromium(demo, tmp_path):
 
 # ---- Liu et al. 2020 (Admin): Tables 1-2, Figs 2 and 5 (issue 7) --------------------------------
 @pytest.mark.slow
-def test_demo_admin_table2_depth_breaks_post_ln_but_not_pre_ln_or_admin(demo):
-    """Table 2 on the demo: at the deepest depth Post-LN fails while Pre-LN and Admin train; shallow Post-LN trains."""
+def test_demo_admin_table2_holds_every_cell_and_block(demo):
+    """Table 2 on the demo: every cell's run and the blocks (the deep runs' statuses are claims: admin_trains_deep_post_ln,
+    preln_trains_deep, liu_fixup_diverges_18L, liu_looklinear_diverges_18L); shallow Post-LN trains."""
     t2 = demo_config()["admin"]["table2"]
     table = pd.read_csv(demo / "results" / "tables" / "admin_table2.csv")
     status = {(r.row, r.column): r.status for r in table.itertuples()}
-    deepest, shallowest = (f"{t2['corpus_label']} {n}L" for n in (max(t2["depths"]), min(t2["depths"])))
-    assert status["Post-LN", deepest] in ("diverged", "not converged")
-    assert status["Pre-LN", deepest] == status["Admin", deepest] == "converged"
-    assert status["Post-LN", shallowest] == "converged"
+    assert status["Post-LN", f"{t2['corpus_label']} {min(t2['depths'])}L"] == "converged"
     assert set(table.run) >= {run for runs in t2["runs"].values() for run in runs}
     assert (table.column == t2.get("seed_label", "seeds")).sum() == (3 if "seed_runs" in t2 else 0)
     md = (demo / "results" / "tables" / "admin_table2.md").read_text()
     assert "| Post-LN |" in md and "| Admin |" in md
-    # Liu 5.2's block: the demo's FixUp converges (fp32), LookLinear with Post-LN does not
-    block = {r.row: r.status for r in table.itertuples() if r.column.startswith("Other initializations (Liu §5.2)")}
-    assert block == {"FixUp": "converged", "LookLinear": "not converged"}
+    block = {r.row for r in table.itertuples() if r.column.startswith("Other initializations (Liu §5.2)")}
+    assert block == {"FixUp", "LookLinear"}
     assert "## Other initializations (Liu §5.2): 18 layers" in md
 
 
 @pytest.mark.slow
-def test_demo_admin_table1_vanishing_is_measured_and_not_what_fails_training(demo):
+def test_demo_admin_table1_measures_vanishing_and_status_per_cell(demo):
+    """Table 1: each encoder/decoder cell's vanishing and status (what they show: the liu_table1_* claims)."""
     table = pd.read_csv(demo / "results" / "tables" / "admin_table1.csv").set_index(["row", "column"])
-    assert table.loc[("Post-LN", "Post-LN"), "vanishing"] == 1
-    assert table.loc[("Post-LN", "Pre-LN"), "vanishing"] == 0  # the hybrid fixes the vanishing
-    assert table.loc[("Pre-LN", "Pre-LN"), "vanishing"] == 0
-    assert table.loc[("Post-LN", "Post-LN"), "status"] != "converged"
-    assert table.loc[("Pre-LN", "Pre-LN"), "status"] == "converged"
+    rows = demo_config()["admin"]["table1"]["rows"]
+    assert len(table) == len(rows) and table.vanishing.isin([0, 1]).all() and table.status.notna().all()
     assert "Gradient vanishing at init" in (demo / "results" / "tables" / "admin_table1.md").read_text()
 
 
 @pytest.mark.slow
-def test_demo_liu_fig10_post_ln_fails_at_large_lr_small_beta2_where_pre_ln_trains(demo):
-    """Fig 10 on the demo grid: Pre-LN converges in every cell; Post-LN fails in the large-lr,
-    small-beta2 corner and nowhere with the larger beta2 (the paper's direction on both axes)."""
+def test_demo_liu_fig10_draws_a_cell_per_run(demo):
+    """Fig 10 on the demo grid: a cell per run (the statuses' pattern: liu_preln_converges_in_every_cell,
+    liu_fig10_postln_fails_toward_large_lr_small_beta2)."""
     assert (demo / "results" / "figures" / "liu_fig10.pdf").read_bytes()[:5] == b"%PDF-"
     grid = pd.read_csv(demo / "results" / "figures" / "liu_fig10.csv")
     assert len(grid) == len(demo_config()["admin"]["lr_grid"]["cells"])
-    pre, post = grid[grid.norm == "pre"], grid[grid.norm == "post"]
-    assert (pre.status == "converged").all() and pre.bleu.gt(0).all()
-    corner = post[(post.lr == post.lr.max()) & (post.beta2 == post.beta2.min())]
-    assert (corner.status != "converged").all()
-    assert (post[post.beta2 == post.beta2.max()].status == "converged").all()
+    assert set(grid.norm) == {"pre", "post"} and grid.status.notna().all()
 
 
 @pytest.mark.slow
-def test_demo_liu_fig5_only_the_postln_decoder_vanishes(demo):
+def test_demo_liu_fig5_measures_every_combination(demo):
+    """Fig 5: each combination's bottom/top ratios (which vanish: the liu_fig5_* claims)."""
     assert (demo / "results" / "figures" / "liu_fig5.pdf").read_bytes()[:5] == b"%PDF-"
     summary = pd.read_csv(demo / "results" / "figures" / "liu_fig5_vanishing.csv").set_index("combination")
-    assert summary.loc["post/post", "decoder_bottom_over_top"] < 0.1
-    assert summary.loc["pre/pre", "decoder_bottom_over_top"] > 0.5
-    assert (summary.encoder_bottom_over_top > 0.5).all()  # no encoder vanishes
+    assert {"post/post", "pre/pre", "admin/admin"} <= set(summary.index)
     table = pd.read_csv(demo / "results" / "figures" / "liu_fig5.csv")
     assert table.layer.max() == demo_config()["admin"]["gradients"]["layers"]
 
 
 @pytest.mark.slow
-def test_demo_liu_fig2_postln_output_change_grows_linearly_and_fastest(demo):
+def test_demo_liu_fig2_fits_every_norm_and_kind(demo):
+    """Fig 2: a linear and a log fit per norm and perturbation (how each grows: the liu_fig2_* claims)."""
     assert (demo / "results" / "figures" / "liu_fig2.pdf").read_bytes()[:5] == b"%PDF-"
-    fits = pd.read_csv(demo / "results" / "figures" / "liu_fig2_fits.csv").set_index(["norm", "kind", "growth"])
-    post = fits.loc[("post", "random", "linear"), "slope"]
-    assert post > 2 * fits.loc[("pre", "random", "linear"), "slope"]
-    assert post > 2 * fits.loc[("admin", "random", "linear"), "slope"]
-    # Over 2-100 layers per side (4 seeds) the random sign perturbation moves Post-LN's output linearly in
-    # N (r 0.94 vs 0.73 for ln N), Pre-LN's and Admin's in ln N (r 0.96 and 0.97 vs 0.82 and 0.86)
-    assert fits.loc[("post", "random", "linear"), "better_fit"] == "linear"
-    assert fits.loc[("pre", "random", "log"), "better_fit"] == fits.loc[("admin", "random", "log"), "better_fit"] == "log"
-    # one Adam step moves the 18-layer Post-LN's output most (2.8x Pre-LN's; it saturates deeper: 0.39 at
-    # 100 layers, where Pre-LN's reaches 0.33)
-    change = pd.read_csv(demo / "results" / "figures" / "liu_fig2.csv")
-    at18 = change[(change.kind == "adam") & (change.layers == 18)].groupby("norm").output_change.mean()
-    assert at18["post"] > 2 * at18["pre"] and at18["post"] > 2 * at18["admin"]
+    fits = pd.read_csv(demo / "results" / "figures" / "liu_fig2_fits.csv")
+    assert set(fits.norm) == {"post", "pre", "admin"} and set(fits.growth) == {"linear", "log"}
 
 
 @pytest.mark.slow
 def test_demo_liu_fig7_fig8_layer_dependency_at_init_and_trained(demo):
-    """Figs 7-8: beta of every run at init and trained; at init Admin leans on its own branch less than Post-LN."""
+    """Figs 7-8: beta of every run at init and trained (what they show: the liu_fig7_*, liu_fig8_* claims)."""
     cfg = demo_config()["admin"]["layer_dependency"]
     for fig, spec in cfg.items():
         assert (demo / "results" / "figures" / f"liu_{fig}.pdf").read_bytes()[:5] == b"%PDF-"
         table = pd.read_csv(demo / "results" / "figures" / f"liu_{fig}.csv")
         assert set(zip(table.run, table.state)) == {(run, s) for run in spec["runs"] for s in ("init", "trained")}
         assert table.beta.between(0, 1.5).all()
-    table = pd.read_csv(demo / "results" / "figures" / "liu_fig8.csv")
-    enc = table[(table.state == "init") & (table.side == "encoder")]
-    own = enc[(enc.i == enc.i.max()) & (enc.j == enc.i)].set_index("norm").beta  # the top sublayer's own branch
-    assert own["admin"] < own["post"] and own["pre"] < own["post"]  # demo: 0.17, 0.25 vs 0.50

@@ -104,7 +104,8 @@ class Pipeline:
     def default_targets(self, wildcards=None):
         """rule all's inputs: every figure, table and check of the config (an input function, so a
         named target plans without them)."""
-        return [t for product in products(self.config, self.claims) for t in product.targets] + self.retention.retention_targets()
+        made = [t for product in products(self.config, self.claims) for t in product.targets]
+        return made + self.retention.retention_targets()
 
     # ---- targets: one the config cannot make is named with those it can (Snakefile, after rule all) ----
     @functools.cache
