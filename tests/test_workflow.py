@@ -641,7 +641,8 @@ def test_demo_liu_fig10_draws_a_cell_per_run(demo):
     assert (demo / "results" / "figures" / "liu_fig10.pdf").read_bytes()[:5] == b"%PDF-"
     grid = pd.read_csv(demo / "results" / "figures" / "liu_fig10.csv")
     assert len(grid) == len(demo_config()["admin"]["lr_grid"]["cells"])
-    assert set(grid.norm) == {"pre", "post"} and grid.status.notna().all()
+    cells = demo_config()["admin"]["lr_grid"]["cells"]
+    assert list(grid.run) == [c["run"] for c in cells] and grid.status.notna().all()
 
 
 @pytest.mark.slow
@@ -659,7 +660,7 @@ def test_demo_liu_fig2_fits_every_norm_and_kind(demo):
     """Fig 2: a linear and a log fit per norm and perturbation (how each grows: the liu_fig2_* claims)."""
     assert (demo / "results" / "figures" / "liu_fig2.pdf").read_bytes()[:5] == b"%PDF-"
     fits = pd.read_csv(demo / "results" / "figures" / "liu_fig2_fits.csv")
-    assert set(fits.norm) == {"post", "pre", "admin"} and set(fits.growth) == {"linear", "log"}
+    assert set(fits.norm) == {"post", "pre", "admin"} and {"linear", "log"} <= set(fits.growth)
 
 
 @pytest.mark.slow
