@@ -6,9 +6,10 @@ FIGURES = f"{RESULTS}/figures/"
 TABLES = f"{RESULTS}/tables/"
 
 
-def data_dir(corpus):
-    """A corpus's preparation, raw text to binarized (data.smk); BERT's and GLUE's under data/bert, data/glue."""
-    return f"{RESULTS}/data/{corpus}"
+def data_dir(corpus, *parts):
+    """A corpus's preparation, raw text to binarized (data.smk), or a file in it (parts: "tok", "train.src");
+    BERT's and GLUE's corpora are "bert/NAME" and "glue/TASK"."""
+    return "/".join([f"{RESULTS}/data/{corpus}", *parts])
 
 
 def run_dir(run, stage="train"):

@@ -24,12 +24,12 @@ localrules:
 
 rule generate_bert_documents:
     output:
-        paths.data_dir("bert/{bcorpus}") + "/generated/docs.txt",
+        paths.data_dir("bert/{bcorpus}", "generated/docs.txt"),
     wildcard_constraints:
         bcorpus=P.bert_data.bert_source_corpora("generated"),
     params:
         flags=P.bert_data.bert_generator_flags,
-        out_dir=paths.data_dir("bert/{bcorpus}") + "/generated",
+        out_dir=paths.data_dir("bert/{bcorpus}", "generated"),
     resources:
         mem_mb=P.resources.mem_mb("data"),
         runtime=P.plan.runtime("data"),
@@ -45,7 +45,7 @@ rule prepare_wikipedia:
     input:
         P.bert_data.wikipedia_dump,
     output:
-        paths.data_dir("bert/{bcorpus}") + "/docs/wikipedia.txt",
+        paths.data_dir("bert/{bcorpus}", "docs/wikipedia.txt"),
     params:
         flags=P.bert_data.wikipedia_flags,
     resources:
@@ -65,7 +65,7 @@ rule prepare_books:
     input:
         P.bert_data.books_input,
     output:
-        paths.data_dir("bert/{bcorpus}") + "/docs/books.txt",
+        paths.data_dir("bert/{bcorpus}", "docs/books.txt"),
     params:
         books=P.bert_data.books_dir,
     resources:
@@ -83,7 +83,7 @@ rule split_sentences:
     input:
         P.bert_data.bert_document_files,
     output:
-        paths.data_dir("bert/{bcorpus}") + "/sentences.txt",
+        paths.data_dir("bert/{bcorpus}", "sentences.txt"),
     threads: P.resources.threads("data")
     resources:
         mem_mb=P.resources.mem_mb("data"),
@@ -100,10 +100,10 @@ rule split_sentences:
 
 rule split_bert_documents:
     input:
-        paths.data_dir("bert/{bcorpus}") + "/tok.txt",
+        paths.data_dir("bert/{bcorpus}", "tok.txt"),
     output:
-        train=paths.data_dir("bert/{bcorpus}") + "/text/train.txt",
-        valid=paths.data_dir("bert/{bcorpus}") + "/text/valid.txt",
+        train=paths.data_dir("bert/{bcorpus}", "text/train.txt"),
+        valid=paths.data_dir("bert/{bcorpus}", "text/valid.txt"),
     params:
         flags=P.bert_data.split_flags,
     resources:
@@ -122,11 +122,11 @@ rule binarize_bert:
     input:
         unpack(P.bert_data.bert_bpe_files),
     output:
-        dict=paths.data_dir("bert/{bcorpus}") + "/bin/dict.txt",
-        train=paths.data_dir("bert/{bcorpus}") + "/bin/train.pt",
-        valid=paths.data_dir("bert/{bcorpus}") + "/bin/valid.pt",
+        dict=paths.data_dir("bert/{bcorpus}", "bin/dict.txt"),
+        train=paths.data_dir("bert/{bcorpus}", "bin/train.pt"),
+        valid=paths.data_dir("bert/{bcorpus}", "bin/valid.pt"),
     params:
-        out_dir=paths.data_dir("bert/{bcorpus}") + "/bin",
+        out_dir=paths.data_dir("bert/{bcorpus}", "bin"),
     resources:
         mem_mb=P.resources.mem_mb("data"),
         runtime=P.plan.runtime("data"),
@@ -144,7 +144,7 @@ rule binarize_bert:
 # ---- GLUE ---------------------------------------------------------------------------------------
 rule generate_glue:
     output:
-        directory(paths.data_dir("glue/{glue_task}") + "/generated"),
+        directory(paths.data_dir("glue/{glue_task}", "generated")),
     wildcard_constraints:
         glue_task=P.bert_data.glue_source_tasks("generated"),
     params:
@@ -164,11 +164,11 @@ rule prepare_glue:
     input:
         unpack(P.bert_data.glue_sources),
     output:
-        expand(paths.data_dir("glue/{{glue_task}}") + "/raw/{split}.{column}",
+        expand(paths.data_dir("glue/{{glue_task}}", "raw/{split}.{column}"),
                split=["train", "dev"], column=["tsv", "sentence1", "sentence2", "label"]),
     params:
         flags=P.bert_data.glue_prepare_flags,
-        out_dir=paths.data_dir("glue/{glue_task}") + "/raw",
+        out_dir=paths.data_dir("glue/{glue_task}", "raw"),
     resources:
         mem_mb=P.resources.mem_mb("data"),
         runtime=P.plan.runtime("data"),
@@ -183,9 +183,9 @@ rule prepare_glue:
 rule bpe_apply_glue:
     input:
         codes=P.bert_data.glue_codes,
-        text=paths.data_dir("glue/{glue_task}") + "/tok/{split}.{glue_column}",
+        text=paths.data_dir("glue/{glue_task}", "tok/{split}.{glue_column}"),
     output:
-        paths.data_dir("glue/{glue_task}") + "/bpe/{split}.{glue_column}",
+        paths.data_dir("glue/{glue_task}", "bpe/{split}.{glue_column}"),
     wildcard_constraints:
         split="train|dev",
     resources:
@@ -202,11 +202,11 @@ rule bpe_apply_glue:
 rule binarize_glue:
     input:
         dict=P.bert_data.glue_dict,
-        s1=paths.data_dir("glue/{glue_task}") + "/bpe/{split}.sentence1",
-        s2=paths.data_dir("glue/{glue_task}") + "/bpe/{split}.sentence2",
-        labels=paths.data_dir("glue/{glue_task}") + "/raw/{split}.label",
+        s1=paths.data_dir("glue/{glue_task}", "bpe/{split}.sentence1"),
+        s2=paths.data_dir("glue/{glue_task}", "bpe/{split}.sentence2"),
+        labels=paths.data_dir("glue/{glue_task}", "raw/{split}.label"),
     output:
-        paths.data_dir("glue/{glue_task}") + "/bin/{split}.pt",
+        paths.data_dir("glue/{glue_task}", "bin/{split}.pt"),
     wildcard_constraints:
         split="train|dev",
     resources:

@@ -20,7 +20,7 @@ ruleorder: clean_bpe > bpe_apply  # bpe{N}/{train,valid}: cleaned after BPE wher
 
 rule generate_corpus:
     output:
-        directory(paths.data_dir("{corpus}") + "/raw"),
+        directory(paths.data_dir("{corpus}", "raw")),
     wildcard_constraints:
         corpus=P.data.generated_corpora(),
     params:
@@ -40,7 +40,7 @@ rule prepare_iwslt14:
     input:
         P.data.corpus_archive_dirs,
     output:
-        directory(paths.data_dir("{corpus}") + "/raw"),
+        directory(paths.data_dir("{corpus}", "raw")),
     wildcard_constraints:
         corpus=P.data.source_corpora("iwslt14"),
     params:
@@ -60,7 +60,7 @@ rule prepare_wmt14:
     input:
         P.data.corpus_archive_dirs,
     output:
-        directory(paths.data_dir("{corpus}") + "/raw"),
+        directory(paths.data_dir("{corpus}", "raw")),
     wildcard_constraints:
         corpus=P.data.source_corpora("wmt14"),
     params:
@@ -82,7 +82,7 @@ rule prepare_local:
     input:
         unpack(P.data.local_inputs),
     output:
-        directory(paths.data_dir("{corpus}") + "/raw"),
+        directory(paths.data_dir("{corpus}", "raw")),
     wildcard_constraints:
         corpus=P.data.source_corpora("local"),
     params:
@@ -100,9 +100,9 @@ rule prepare_local:
 
 rule copy_tokenized:
     input:
-        paths.data_dir("{corpus}") + "/raw",
+        paths.data_dir("{corpus}", "raw"),
     output:
-        paths.data_dir("{corpus}") + "/tok/{split}.{side}",
+        paths.data_dir("{corpus}", "tok/{split}.{side}"),
     wildcard_constraints:
         corpus=P.data.pretokenized_corpora(),
         split="train|valid|test",
@@ -123,7 +123,7 @@ rule tokenize:
     input:
         P.data.tokenize_input,
     output:
-        paths.data_dir("{corpus}") + "/tok{file}",
+        paths.data_dir("{corpus}", "tok{file}"),
     wildcard_constraints:
         corpus=P.data.tokenize_corpora(),
         file="\\.txt|/(?:train|valid|test|dev)\\.(?:src|tgt|sentence1|sentence2)",
@@ -146,11 +146,11 @@ rule tokenize:
 
 rule clean_corpus:
     input:
-        src=paths.data_dir("{corpus}") + "/tok/train.src",
-        tgt=paths.data_dir("{corpus}") + "/tok/train.tgt",
+        src=paths.data_dir("{corpus}", "tok/train.src"),
+        tgt=paths.data_dir("{corpus}", "tok/train.tgt"),
     output:
-        src=paths.data_dir("{corpus}") + "/clean/train.src",
-        tgt=paths.data_dir("{corpus}") + "/clean/train.tgt",
+        src=paths.data_dir("{corpus}", "clean/train.src"),
+        tgt=paths.data_dir("{corpus}", "clean/train.tgt"),
     params:
         flags=P.data.clean_flags,
     resources:
@@ -169,7 +169,7 @@ rule lowercase:
     input:
         P.data.case_input,
     output:
-        paths.data_dir("{corpus}") + "/text/{part}.{side}",
+        paths.data_dir("{corpus}", "text/{part}.{side}"),
     wildcard_constraints:
         part="trainvalid|train|valid|test",
     params:
@@ -187,13 +187,13 @@ rule lowercase:
 
 rule split_valid:
     input:
-        src=paths.data_dir("{corpus}") + "/text/trainvalid.src",
-        tgt=paths.data_dir("{corpus}") + "/text/trainvalid.tgt",
+        src=paths.data_dir("{corpus}", "text/trainvalid.src"),
+        tgt=paths.data_dir("{corpus}", "text/trainvalid.tgt"),
     output:
-        train_src=paths.data_dir("{corpus}") + "/text/train.src",
-        train_tgt=paths.data_dir("{corpus}") + "/text/train.tgt",
-        valid_src=paths.data_dir("{corpus}") + "/text/valid.src",
-        valid_tgt=paths.data_dir("{corpus}") + "/text/valid.tgt",
+        train_src=paths.data_dir("{corpus}", "text/train.src"),
+        train_tgt=paths.data_dir("{corpus}", "text/train.tgt"),
+        valid_src=paths.data_dir("{corpus}", "text/valid.src"),
+        valid_tgt=paths.data_dir("{corpus}", "text/valid.tgt"),
     wildcard_constraints:
         corpus=P.data.split_valid_corpora(),
     params:
@@ -215,7 +215,7 @@ rule bpe_learn:
     input:
         P.data.bpe_learn_inputs,
     output:
-        paths.data_dir("{corpus}") + "/bpe{merges}/codes",
+        paths.data_dir("{corpus}", "bpe{merges}/codes"),
     wildcard_constraints:
         corpus=P.data.bpe_corpora(),
     resources:
@@ -233,10 +233,10 @@ rule bpe_learn:
 
 rule bpe_apply:
     input:
-        codes=paths.data_dir("{corpus}") + "/bpe{merges}/codes",
-        text=paths.data_dir("{corpus}") + "/text/{split}.{side}",
+        codes=paths.data_dir("{corpus}", "bpe{merges}/codes"),
+        text=paths.data_dir("{corpus}", "text/{split}.{side}"),
     output:
-        paths.data_dir("{corpus}") + "/bpe{merges}/{split}.{side}",
+        paths.data_dir("{corpus}", "bpe{merges}/{split}.{side}"),
     wildcard_constraints:
         corpus=P.data.bpe_corpora(),
         split="train|valid|test",
@@ -257,10 +257,10 @@ rule bpe_apply:
 
 rule bpe_apply_uncleaned:
     input:
-        codes=paths.data_dir("{corpus}") + "/bpe{merges}/codes",
-        text=paths.data_dir("{corpus}") + "/text/{split}.{side}",
+        codes=paths.data_dir("{corpus}", "bpe{merges}/codes"),
+        text=paths.data_dir("{corpus}", "text/{split}.{side}"),
     output:
-        paths.data_dir("{corpus}") + "/bpe{merges}/uncleaned/{split}.{side}",
+        paths.data_dir("{corpus}", "bpe{merges}/uncleaned/{split}.{side}"),
     wildcard_constraints:
         corpus=P.data.clean_after_bpe_corpora(),
         split="train|valid",
@@ -278,11 +278,11 @@ rule bpe_apply_uncleaned:
 
 rule clean_bpe:
     input:
-        src=paths.data_dir("{corpus}") + "/bpe{merges}/uncleaned/{split}.src",
-        tgt=paths.data_dir("{corpus}") + "/bpe{merges}/uncleaned/{split}.tgt",
+        src=paths.data_dir("{corpus}", "bpe{merges}/uncleaned/{split}.src"),
+        tgt=paths.data_dir("{corpus}", "bpe{merges}/uncleaned/{split}.tgt"),
     output:
-        src=paths.data_dir("{corpus}") + "/bpe{merges}/{split}.src",
-        tgt=paths.data_dir("{corpus}") + "/bpe{merges}/{split}.tgt",
+        src=paths.data_dir("{corpus}", "bpe{merges}/{split}.src"),
+        tgt=paths.data_dir("{corpus}", "bpe{merges}/{split}.tgt"),
     wildcard_constraints:
         corpus=P.data.clean_after_bpe_corpora(),
         split="train|valid",
@@ -304,7 +304,7 @@ rule check_counts:
     input:
         unpack(P.data.count_inputs),
     output:
-        paths.data_dir("{corpus}") + "/bpe{merges}/counts.tsv",
+        paths.data_dir("{corpus}", "bpe{merges}/counts.tsv"),
     params:
         flags=P.data.count_flags,
     resources:
@@ -324,8 +324,8 @@ rule binarize:
     input:
         P.data.binarize_inputs,
     output:
-        dict=paths.data_dir("{corpus}") + "/bpe{merges}/bin/dict.txt",
-        data=expand(paths.data_dir("{{corpus}}") + "/bpe{{merges}}/bin/{split}.pt", split=["train", "valid", "test"]),
+        dict=paths.data_dir("{corpus}", "bpe{merges}/bin/dict.txt"),
+        data=expand(paths.data_dir("{{corpus}}", "bpe{{merges}}/bin/{split}.pt"), split=["train", "valid", "test"]),
     params:
         prefix=P.data.bpe_prefix,
         bin="bin",
@@ -345,8 +345,8 @@ rule binarize:
 
 use rule binarize as binarize_separate with:
     output:
-        dicts=expand(paths.data_dir("{{corpus}}") + "/bpe{{merges}}/bin_separate/{name}", name=SEPARATE_DICTS),
-        data=expand(paths.data_dir("{{corpus}}") + "/bpe{{merges}}/bin_separate/{split}.pt", split=["train", "valid", "test"]),
+        dicts=expand(paths.data_dir("{{corpus}}", "bpe{{merges}}/bin_separate/{name}"), name=SEPARATE_DICTS),
+        data=expand(paths.data_dir("{{corpus}}", "bpe{{merges}}/bin_separate/{split}.pt"), split=["train", "valid", "test"]),
     params:
         prefix=P.data.bpe_prefix,
         bin="bin_separate",
