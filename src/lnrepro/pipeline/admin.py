@@ -194,11 +194,13 @@ class Admin:
         """--metrics RUN=PATH ... --bleu RUN=PATH ...: the files of its input, by run."""
         return lambda wildcards: flag_pairs(self.table_files(section))
 
-    def table_spec(self, section):
-        """The section plus what the command needs to read its runs, and nothing about other runs."""
+    def table_spec(self, section, drawn_as=None):
+        """The section plus what the command needs to read its runs, and nothing about other runs; under
+        `drawn_as` where the command knows the section by another name (lr-grid reads lr_grid)."""
         def spec(wildcards):
             runs = self.table_runs(section)
-            spec = {section: self.admin_cfg(section), "run_corpus": {run: self.runs.run_corpus(run) for run in runs},
+            spec = {drawn_as or section: self.admin_cfg(section),
+                    "run_corpus": {run: self.runs.run_corpus(run) for run in runs},
                     "average_last": {run: self.averaged_checkpoints(run) for run in runs}}
             if "converged_below" in self.admin_cfg():
                 spec["converged_below"] = self.admin_cfg()["converged_below"]
