@@ -115,7 +115,7 @@ class Pipeline:
         argv; a job's process, or Snakemake called from Python, has no targets of a user's."""
         if not self.workflow.is_main_process or "snakemake" not in sys.argv[0]:
             return []
-        if not any(os.path.normpath(a).startswith(f"results{os.sep}") or self.maybe_bare_target(a) for a in sys.argv[1:]):
+        if not any(os.path.normpath(a).startswith(f"{paths.RESULTS}{os.sep}") or self.maybe_bare_target(a) for a in sys.argv[1:]):
             return []  # no path check_targets looks at: spare the 0.2 s of building Snakemake's parser
         from snakemake.cli import get_argument_parser
 
@@ -149,7 +149,7 @@ class Pipeline:
         for target in self.requested_targets():
             path = os.path.normpath(target)
             if (target in rule_names or os.path.exists(path) or any(r.is_producer(path) for r in self.workflow.rules)
-                    or not (path.startswith(f"results{os.sep}") or os.sep not in path)):
+                    or not (path.startswith(f"{paths.RESULTS}{os.sep}") or os.sep not in path)):
                 continue
             made = sorted(t for t in self.default_targets() if t.startswith((paths.FIGURES, paths.TABLES))
                           and t.endswith((".pdf", ".md")))

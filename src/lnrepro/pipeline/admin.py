@@ -3,7 +3,7 @@ import shlex
 
 from lnrepro import paths
 from lnrepro.pipeline.run_pairs import flag_pairs, input_lists
-from lnrepro.pipeline.products import PRODUCTS, of_section
+from lnrepro.pipeline.products import TABLE_SECTIONS, of_section
 from lnrepro.pipeline.spec_argument import spec_argument
 from lnrepro.settings import (ADMIN_PROBE_KEYS, DEPENDENCY_KEYS, OUTPUT_CHANGE_NORMS, RUN_VALUE_DEFAULTS, UPDATE_NORM_KEYS,
                               cli_flags, picked_flags)
@@ -49,7 +49,7 @@ class Admin:
         for section in ("gradients", "output_change"):
             if section in a and a[section]["run"] not in self.config["runs"]:
                 self.errors.unknown_name(f"admin.{section}.run", a[section]["run"], "a run", "runs", self.config["runs"])
-        for section in (p.section[-1] for p in PRODUCTS if p.trains == "table"):  # table1, table2, lr_grid
+        for section in TABLE_SECTIONS:
             if section in a:
                 for run in self.table_runs(section):
                     if run not in self.config["runs"]:

@@ -70,6 +70,8 @@ PRODUCTS = (
 # {claims.yaml source: (the config section it needs, the CSV its table claims read)}
 CLAIM_SOURCES = {source: (p.section, csv) for p in PRODUCTS for source, csv in p.claims}
 LAB_SOURCES = tuple(source for p in PRODUCTS if p.section[:1] == ("sweeps",) for source, _ in p.claims)
+# the admin sections whose rule reads each run's metrics and BLEU (table1, table2, lr_grid)
+TABLE_SECTIONS = tuple(p.section[-1] for p in PRODUCTS if p.trains == "table")
 
 
 def products(config, claims=None):

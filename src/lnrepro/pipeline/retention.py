@@ -3,10 +3,9 @@ import functools
 import json
 import os
 import pathlib
-import types
 
 from lnrepro import paths
-from lnrepro.pipeline.products import PRODUCTS
+from lnrepro.pipeline.products import TABLE_SECTIONS
 
 
 # keep: all (the default) adds no job and deletes nothing.
@@ -34,17 +33,17 @@ class Retention:
         return paths.run_dir(run, "pretrain" if run in self.runs.bert_runs() else "train")
 
     def claim_files(self):
-        """What the claims table reads (its runs' metrics and BLEU), where this config has one."""
-        return self.claims.claims_inputs(None) if self.claims.applicable_claims() else []
+        """{flag: {run: path}} the claims table reads (its runs' metrics and BLEU), where this config has one."""
+        return self.claims.claims_files() if self.claims.applicable_claims() else {"metrics": {}, "bleu": {}}
 
     def table_sections(self):
         """The admin tables and lr grid this config has: each reads its runs' metrics and BLEU."""
-        return [product.section[-1] for product in PRODUCTS if product.trains == "table" and product.section[-1] in self.admin.admin_cfg()]
+        return [section for section in TABLE_SECTIONS if section in self.admin.admin_cfg()]
 
     def eval_files(self):
         """Every results/eval/ file a target of this config reads: figures' BLEU panels, claims, tables."""
-        files = [f for fig in self.config["figures"] for f in self.figures.figure_inputs(types.SimpleNamespace(fig=fig))["bleu"]]
-        files += [f for f in self.claim_files() if f.startswith("results/eval/")]
+        files = [f for fig in self.config["figures"] for f in self.figures.figure_files(fig)["bleu"].values()]
+        files += sorted(self.claim_files()["bleu"].values())
         files += [f for section in self.table_sections() for f in self.admin.table_files(section)["bleu"].values()]
         return list(dict.fromkeys(files))
 
@@ -55,7 +54,8 @@ class Retention:
     def trained_runs(self):
         """The runs whose training this config's targets ask for (their metrics.csv is read)."""
         runs = [run for fig in self.config["figures"] for run in self.figures.figure_runs(fig)]
-        runs += [self.path_run(f) for f in self.claim_files() if os.path.basename(f) == "metrics.csv"]
+        claimed = self.claim_files()["metrics"]
+        runs += sorted(claimed, key=claimed.get)  # in the order of their files
         runs += [run for section in self.table_sections() for run in self.admin.table_runs(section)]
         runs += [run for section in self.admin.FIGURE_SECTIONS for runs_ in self.admin_figure_runs(section).values() for run in runs_]
         runs += [self.probe.probe_cfg()["run"]] if self.config.get("gradient_probe") else []
